@@ -1,0 +1,62 @@
+/* Monotonic time and CPU accounting. */
+#include <dragstrip/clock.h>
+
+#include <errno.h>
+#include <sys/resource.h>
+#include <time.h>
+
+uint64_t ds_now_ns(void)
+{
+        struct timespec ts;
+
+        /* CLOCK_MONOTONIC cannot fail on Linux with a valid pointer. */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double ds_seconds_between(uint64_t start_ns, uint64_t end_ns)
+{
+        if (end_ns >= start_ns)
+                return (double)(end_ns - start_ns) / 1e9;
+        return -(double)(start_ns - end_ns) / 1e9;
+}
+
+static double timeval_seconds(const struct timeval *tv)
+{
+        return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+void ds_cpu_now(struct ds_cpu *cpu)
+{
+        struct rusage usage = {0};
+
+        /* RUSAGE_SELF with a valid pointer cannot fail; zeros stand if it ever does. */
+        getrusage(RUSAGE_SELF, &usage);
+        cpu->user_s = timeval_seconds(&usage.ru_utime);
+        cpu->sys_s = timeval_seconds(&usage.ru_stime);
+        cpu->voluntary_switches = usage.ru_nvcsw;
+        cpu->involuntary_switches = usage.ru_nivcsw;
+}
+
+struct ds_cpu ds_cpu_since(const struct ds_cpu *earlier, const struct ds_cpu *later)
+{
+        struct ds_cpu diff = {
+            .user_s = later->user_s - earlier->user_s,
+            .sys_s = later->sys_s - earlier->sys_s,
+            .voluntary_switches = later->voluntary_switches - earlier->voluntary_switches,
+            .involuntary_switches = later->involuntary_switches - earlier->involuntary_switches,
+        };
+        return diff;
+}
+
+void ds_sleep_until(uint64_t deadline_ns)
+{
+        struct timespec ts = {
+            .tv_sec = (time_t)(deadline_ns / 1000000000u),
+            .tv_nsec = (long)(deadline_ns % 1000000000u),
+        };
+
+        /* A signal interrupts the sleep; the deadline is absolute, so just go back. */
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}

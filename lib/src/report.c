@@ -1,0 +1,188 @@
+/* The one result reporter: text lines, one JSON object, interval reports. */
+#include <dragstrip/report.h>
+
+#include <dragstrip/size.h>
+
+#include <string.h>
+
+#define RATE_TEXT 64
+
+static void read_counters(const struct ds_report *report, struct ds_counters *out)
+{
+        if (report->live)
+                ds_live_read(report->live, out);
+        else
+                memset(out, 0, sizeof(*out));
+}
+
+static double per_second(double amount, double seconds)
+{
+        return seconds > 0 ? amount / seconds : 0;
+}
+
+void ds_report_init(struct ds_report *report, const struct ds_report_config *config,
+                    const struct ds_live_segment *live)
+{
+        memset(report, 0, sizeof(*report));
+        report->config = *config;
+        if (!report->config.out)
+                report->config.out = stdout;
+        if (!report->config.unit)
+                report->config.unit = 'a';
+        report->live = live;
+        report->next_ns = UINT64_MAX;
+}
+
+static uint64_t interval_ns(const struct ds_report *report)
+{
+        double ns = report->config.interval_s * 1e9;
+        /* Below a millisecond the reports would be all the tool does. */
+        return ns < 1e6 ? 1000000u : (uint64_t)ns;
+}
+
+void ds_report_start(struct ds_report *report)
+{
+        report->start_ns = ds_now_ns();
+        report->last_ns = report->start_ns;
+        report->next_ns =
+            report->config.interval_s > 0 ? report->start_ns + interval_ns(report) : UINT64_MAX;
+        ds_cpu_now(&report->start_cpu);
+        read_counters(report, &report->last);
+}
+
+uint64_t ds_report_next_due(const struct ds_report *report)
+{
+        return report->next_ns;
+}
+
+static void print_interval(const struct ds_report *report, double start_s, double end_s,
+                           uint64_t bytes, uint64_t messages)
+{
+        const struct ds_report_config *c = &report->config;
+        double seconds = end_s - start_s;
+
+        if (c->json) {
+                struct ds_json json;
+                ds_json_begin(&json, c->out);
+                ds_json_str(&json, "tool", c->tool);
+                ds_json_str(&json, "role", c->role);
+                ds_json_str(&json, "link", c->link);
+                ds_json_open(&json, "interval");
+                ds_json_double(&json, "start", start_s);
+                ds_json_double(&json, "end", end_s);
+                ds_json_close(&json);
+                ds_json_u64(&json, "bytes", bytes);
+                ds_json_u64(&json, "messages", messages);
+                ds_json_double(&json, "MB_per_s", per_second((double)bytes / 1e6, seconds));
+                ds_json_double(&json, "Gbit_per_s", per_second((double)bytes * 8 / 1e9, seconds));
+                ds_json_end(&json);
+                return;
+        }
+        char rate[RATE_TEXT];
+        fprintf(c->out, "[%6.2f-%6.2f s] %12llu bytes  %s\n", start_s, end_s,
+                (unsigned long long)bytes,
+                ds_rate_format(rate, sizeof(rate), bytes, seconds, c->unit));
+        fflush(c->out);
+}
+
+void ds_report_tick(struct ds_report *report)
+{
+        uint64_t now = ds_now_ns();
+        if (now < report->next_ns)
+                return;
+
+        struct ds_counters now_counters;
+        read_counters(report, &now_counters);
+        print_interval(report, ds_seconds_between(report->start_ns, report->last_ns),
+                       ds_seconds_between(report->start_ns, now),
+                       now_counters.bytes - report->last.bytes,
+                       now_counters.messages - report->last.messages);
+        report->last = now_counters;
+        report->last_ns = now;
+        /* A caller that was busy past several intervals gets one line covering them all,
+         * and the schedule stays on its grid rather than drifting. */
+        uint64_t step = interval_ns(report);
+        while (report->next_ns <= now)
+                report->next_ns += step;
+}
+
+void ds_report_finish(struct ds_report *report, struct ds_result *result)
+{
+        ds_report_finish_at(report, ds_now_ns(), result);
+}
+
+void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_result *result)
+{
+        struct ds_cpu cpu_now;
+
+        ds_cpu_now(&cpu_now);
+        memset(result, 0, sizeof(*result));
+        read_counters(report, &result->counters);
+        result->seconds = ds_seconds_between(report->start_ns, end_ns);
+        result->cpu = ds_cpu_since(&report->start_cpu, &cpu_now);
+        result->MB_per_s = per_second((double)result->counters.bytes / 1e6, result->seconds);
+        result->Gbit_per_s = per_second((double)result->counters.bytes * 8 / 1e9, result->seconds);
+        report->next_ns = UINT64_MAX;
+}
+
+static void print_json(const struct ds_report *report, const struct ds_result *result,
+                       ds_report_extra_fn extra, void *ctx)
+{
+        const struct ds_report_config *c = &report->config;
+        struct ds_json json;
+
+        ds_json_begin(&json, c->out);
+        ds_json_str(&json, "tool", c->tool);
+        ds_json_str(&json, "role", c->role);
+        ds_json_str(&json, "link", c->link);
+        ds_json_u64(&json, "msg_size", c->msg_size);
+        ds_json_u64(&json, "messages", result->counters.messages);
+        ds_json_u64(&json, "bytes", result->counters.bytes);
+        ds_json_double(&json, "seconds", result->seconds);
+        ds_json_double(&json, "MB_per_s", result->MB_per_s);
+        ds_json_double(&json, "Gbit_per_s", result->Gbit_per_s);
+        ds_json_double(&json, "cpu_user_s", result->cpu.user_s);
+        ds_json_double(&json, "cpu_sys_s", result->cpu.sys_s);
+        ds_json_open(&json, "errors");
+        for (int i = 0; i < DS_FAULT_COUNT; i++)
+                ds_json_u64(&json, ds_fault_name(i), result->counters.faults[i]);
+        ds_json_close(&json);
+        if (extra)
+                extra(&json, ctx);
+        ds_json_end(&json);
+}
+
+static void print_text(const struct ds_report *report, const struct ds_result *result)
+{
+        const struct ds_report_config *c = &report->config;
+        const struct ds_counters *n = &result->counters;
+        char rate[RATE_TEXT], size[32];
+
+        fprintf(c->out,
+                "%s-%s: %llu bytes in %.3f s = %s, %llu messages of %s, cpu %.2fs user %.2fs sys",
+                c->tool, c->role, (unsigned long long)n->bytes, result->seconds,
+                ds_rate_format(rate, sizeof(rate), n->bytes, result->seconds, c->unit),
+                (unsigned long long)n->messages, ds_size_format(size, sizeof(size), c->msg_size),
+                result->cpu.user_s, result->cpu.sys_s);
+
+        bool any_fault = false;
+        for (int i = 0; i < DS_FAULT_COUNT; i++)
+                any_fault |= n->faults[i] != 0;
+        if (any_fault) {
+                fputs(", errors:", c->out);
+                for (int i = 0; i < DS_FAULT_COUNT; i++)
+                        fprintf(c->out, " %s %llu", ds_fault_name(i),
+                                (unsigned long long)n->faults[i]);
+        }
+        fputc('\n', c->out);
+        fflush(c->out);
+}
+
+void ds_report_print(const struct ds_report *report, const struct ds_result *result,
+                     ds_report_extra_fn extra, void *ctx)
+{
+        if (report->config.json)
+                print_json(report, result, extra, ctx);
+        else
+                print_text(report, result);
+}

@@ -1,0 +1,303 @@
+/* The reporter: final JSON fields and order, the text line, interval reports. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <dragstrip/report.h>
+
+#include "json_check.h"
+
+struct fixture {
+        struct ds_live *live;
+        struct ds_live_segment *seg;
+        FILE *out;
+        char text[4096];
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+        if (!f || ds_live_open(&f->live, "blast", "send", "raw", NULL, NULL) != 0)
+                return -1;
+        f->seg = ds_live_segment(f->live);
+        f->out = tmpfile();
+        if (!f->out)
+                return -1;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+        ds_live_close(f->live);
+        fclose(f->out);
+        free(f);
+        return 0;
+}
+
+/* Everything written to the report's file so far. */
+static const char *written(struct fixture *f)
+{
+        assert_int_equal(fflush(f->out), 0);
+        rewind(f->out);
+        size_t n = fread(f->text, 1, sizeof(f->text) - 1, f->out);
+        f->text[n] = '\0';
+        return f->text;
+}
+
+static int count_lines(const char *text)
+{
+        int lines = 0;
+        for (; *text; text++)
+                lines += *text == '\n';
+        return lines;
+}
+
+static void start_report(struct fixture *f, struct ds_report *report, bool json, double interval_s,
+                         char unit)
+{
+        struct ds_report_config config = {
+            .tool = "blast",
+            .role = "send",
+            .link = "raw",
+            .msg_size = 65536,
+            .json = json,
+            .interval_s = interval_s,
+            .unit = unit,
+            .out = f->out,
+        };
+        ds_report_init(report, &config, f->seg);
+        ds_report_start(report);
+}
+
+static void add_extra(struct ds_json *json, void *ctx)
+{
+        ds_json_str(json, "pages", ctx);
+        ds_json_u64(json, "credits", 16);
+}
+
+static void test_report_json_has_the_design_fields_in_order(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+        struct jc_doc doc;
+
+        start_report(f, &report, true, 0, 0);
+        ds_live_add(f->seg, 1000, 1000 * 65536ull);
+        ds_live_fault(f->seg, DS_FAULT_DUP, 3);
+        ds_report_finish_at(&report, report.start_ns + 2000000000u, &result);
+        ds_report_print(&report, &result, add_extra, "hugetlb");
+
+        const char *text = written(f);
+        if (!jc_parse_line(text, &doc))
+                fail_msg("not one JSON line: %s", text);
+        static const char *const order[] = {"tool",
+                                            "role",
+                                            "link",
+                                            "msg_size",
+                                            "messages",
+                                            "bytes",
+                                            "seconds",
+                                            "MB_per_s",
+                                            "Gbit_per_s",
+                                            "cpu_user_s",
+                                            "cpu_sys_s",
+                                            "errors",
+                                            "errors.lost",
+                                            "errors.dup",
+                                            "errors.reordered",
+                                            "errors.corrupt",
+                                            "errors.malformed",
+                                            "pages",
+                                            "credits"};
+        assert_int_equal(doc.count, sizeof(order) / sizeof(order[0]));
+        for (int i = 0; i < doc.count; i++)
+                assert_string_equal(doc.members[i].path, order[i]);
+        assert_string_equal(jc_find(&doc, "tool")->value, "blast");
+        assert_string_equal(jc_find(&doc, "role")->value, "send");
+        assert_string_equal(jc_find(&doc, "link")->value, "raw");
+        assert_string_equal(jc_find(&doc, "msg_size")->value, "65536");
+        assert_string_equal(jc_find(&doc, "messages")->value, "1000");
+        assert_string_equal(jc_find(&doc, "bytes")->value, "65536000");
+        assert_string_equal(jc_find(&doc, "seconds")->value, "2");
+        assert_string_equal(jc_find(&doc, "MB_per_s")->value, "32.768");
+        assert_string_equal(jc_find(&doc, "Gbit_per_s")->value, "0.262144");
+        assert_int_equal(jc_find(&doc, "cpu_user_s")->type, 'n');
+        assert_string_equal(jc_find(&doc, "errors.dup")->value, "3");
+        assert_string_equal(jc_find(&doc, "errors.lost")->value, "0");
+        assert_string_equal(jc_find(&doc, "pages")->value, "hugetlb");
+        assert_true(result.MB_per_s == 32.768);
+        assert_int_equal(result.counters.faults[DS_FAULT_DUP], 3);
+}
+
+static void test_report_text_line_names_bytes_rate_messages_and_cpu(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+
+        start_report(f, &report, false, 0, 0);
+        ds_live_add(f->seg, 16, 16 * 65536ull);
+        ds_report_finish_at(&report, report.start_ns + 1000000000u, &result);
+        ds_report_print(&report, &result, add_extra, "ignored in text");
+
+        const char *text = written(f);
+        assert_int_equal(count_lines(text), 1);
+        assert_memory_equal(text,
+                            "blast-send: 1048576 bytes in 1.000 s = 1.05 MB/s = 0.01 Gbit/s, "
+                            "16 messages of 64K, cpu ",
+                            strlen("blast-send: 1048576 bytes in 1.000 s = 1.05 MB/s = 0.01 "
+                                   "Gbit/s, 16 messages of 64K, cpu "));
+        assert_non_null(strstr(text, "s user "));
+        assert_non_null(strstr(text, "s sys\n"));
+        assert_null(strstr(text, "errors"));
+}
+
+static void test_report_text_lists_errors_only_when_there_are_some(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+
+        start_report(f, &report, false, 0, 'K');
+        ds_live_add(f->seg, 1, 1024);
+        ds_live_fault(f->seg, DS_FAULT_LOST, 5);
+        ds_live_fault(f->seg, DS_FAULT_MALFORMED, 1);
+        ds_report_finish_at(&report, report.start_ns + 1000000000u, &result);
+        ds_report_print(&report, &result, NULL, NULL);
+
+        const char *text = written(f);
+        assert_non_null(strstr(text, "= 1.00 KB/sec,"));
+        assert_non_null(strstr(text, ", errors: lost 5 dup 0 reordered 0 corrupt 0 malformed 1\n"));
+}
+
+static void test_report_defaults_to_stdout_and_unit_a(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_report_config config = {.tool = "ttcp", .role = "recv", .link = "tcp"};
+        ds_report_init(&report, &config, f->seg);
+        assert_ptr_equal(report.config.out, stdout);
+        assert_int_equal(report.config.unit, 'a');
+        ds_report_start(&report);
+        assert_int_equal(ds_report_next_due(&report), UINT64_MAX);
+}
+
+static void test_report_without_interval_never_ticks(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        start_report(f, &report, false, 0, 0);
+        ds_live_add(f->seg, 1, 1);
+        ds_report_tick(&report);
+        assert_int_equal(ds_report_next_due(&report), UINT64_MAX);
+        assert_string_equal(written(f), "");
+}
+
+static void test_report_ticks_once_per_interval_and_merges_missed_ones(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        const uint64_t step = 50000000u; /* 50 ms */
+
+        start_report(f, &report, false, 0.05, 0);
+        assert_int_equal(ds_report_next_due(&report), report.start_ns + step);
+        ds_report_tick(&report); /* not due yet */
+        assert_string_equal(written(f), "");
+
+        ds_live_add(f->seg, 10, 5000);
+        ds_sleep_until(ds_report_next_due(&report));
+        ds_report_tick(&report);
+        ds_report_tick(&report); /* the same interval does not print twice */
+        assert_int_equal(count_lines(written(f)), 1);
+        assert_memory_equal(f->text, "[  0.00-", 8);
+        assert_non_null(strstr(f->text, "         5000 bytes  "));
+
+        /* Busy for about three intervals: one line covers them, and the schedule stays
+         * on its grid, due after now. */
+        uint64_t late = report.start_ns + 4 * step + step / 2;
+        ds_sleep_until(late);
+        ds_live_add(f->seg, 1, 700);
+        ds_report_tick(&report);
+        assert_int_equal(count_lines(written(f)), 2);
+        assert_non_null(strstr(f->text, "          700 bytes  "));
+        uint64_t due = ds_report_next_due(&report);
+        assert_true(due > late);
+        assert_int_equal((due - report.start_ns) % step, 0);
+}
+
+static void test_report_interval_lines_are_json_with_the_interval_bytes(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct jc_doc doc;
+
+        ds_live_add(f->seg, 99, 99); /* before start: not part of any interval */
+        start_report(f, &report, true, 0.02, 0);
+        ds_live_add(f->seg, 4, 4000000);
+        ds_sleep_until(ds_report_next_due(&report));
+        ds_report_tick(&report);
+
+        const char *text = written(f);
+        if (!jc_parse_line(text, &doc))
+                fail_msg("not one JSON line: %s", text);
+        static const char *const order[] = {"tool",           "role",         "link",  "interval",
+                                            "interval.start", "interval.end", "bytes", "messages",
+                                            "MB_per_s",       "Gbit_per_s"};
+        assert_int_equal(doc.count, sizeof(order) / sizeof(order[0]));
+        for (int i = 0; i < doc.count; i++)
+                assert_string_equal(doc.members[i].path, order[i]);
+        assert_string_equal(jc_find(&doc, "interval.start")->value, "0");
+        double end = strtod(jc_find(&doc, "interval.end")->value, NULL);
+        assert_true(end >= 0.02 && end < 1.0);
+        assert_string_equal(jc_find(&doc, "bytes")->value, "4000000");
+        assert_string_equal(jc_find(&doc, "messages")->value, "4");
+        double mb = strtod(jc_find(&doc, "MB_per_s")->value, NULL);
+        assert_true(mb > 3.9 && mb <= 4.0 / 0.02);
+}
+
+static void test_report_finish_guards_a_zero_length_run(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+        start_report(f, &report, false, 0, 0);
+        ds_live_add(f->seg, 1, 100);
+        ds_report_finish_at(&report, report.start_ns, &result);
+        assert_true(result.seconds == 0);
+        assert_true(result.MB_per_s == 0 && result.Gbit_per_s == 0);
+        ds_report_finish(&report, &result);
+        assert_true(result.seconds >= 0);
+        assert_int_equal(result.counters.bytes, 100);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_report_json_has_the_design_fields_in_order, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_report_text_line_names_bytes_rate_messages_and_cpu,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_text_lists_errors_only_when_there_are_some,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_defaults_to_stdout_and_unit_a, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_report_without_interval_never_ticks, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(
+                test_report_ticks_once_per_interval_and_merges_missed_ones, setup, teardown),
+            cmocka_unit_test_setup_teardown(
+                test_report_interval_lines_are_json_with_the_interval_bytes, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_finish_guards_a_zero_length_run, setup,
+                                            teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
