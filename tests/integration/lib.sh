@@ -1,0 +1,66 @@
+# Shared by the integration scripts: fail loudly, clean up, and wait for listeners.
+set -euo pipefail
+: "${DS_BIN:?DS_BIN must name the folder of the built tools}"
+: "${DS_SRC:?DS_SRC must name the source tree}"
+
+work=$(mktemp -d)
+# Background helpers may have children of their own (socat's SYSTEM: commands) that would
+# keep ctest's output pipe open: end whole trees.
+kill_tree() {
+	local child
+	for child in $(pgrep -P "$1"); do
+		kill_tree "$child"
+	done
+	kill "$1" 2>/dev/null || true
+}
+cleanup() {
+	local pid
+	for pid in $(jobs -p); do
+		kill_tree "$pid"
+	done
+	wait 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+checks=0
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+pass() {
+	checks=$((checks + 1))
+	echo "ok $checks - $*"
+}
+
+# wait_listening PORT [tcp|udp]: until something listens there (at most 5 s).
+wait_listening() {
+	local port=$1 proto=${2:-tcp} flag=-ltn
+	[ "$proto" = udp ] && flag=-lun
+	for _ in $(seq 50); do
+		ss -H "$flag" "sport = :$port" | grep -q . && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on $proto port $port"
+}
+
+# expect_error NAME PATTERN CMD...: CMD must exit non-zero (not by a signal) within 20 s,
+# printing exactly one stderr line that matches PATTERN.
+expect_error() {
+	local name=$1 pattern=$2 status=0
+	shift 2
+	timeout 20 "$@" >"$work/out" 2>"$work/err" </dev/null || status=$?
+	[ "$status" -ne 0 ] || fail "$name: exited 0"
+	[ "$status" -ne 124 ] || fail "$name: hung (killed after 20 s)"
+	[ "$status" -lt 128 ] || fail "$name: died of signal $((status - 128))"
+	grep -Eq -e "$pattern" "$work/err" || fail "$name: stderr lacks /$pattern/: $(cat "$work/err")"
+	local lines
+	lines=$(grep -cv '^ttcp-[tr]: ' "$work/err" || true)
+	[ "$lines" -eq 1 ] || fail "$name: expected one error line, got: $(cat "$work/err")"
+	pass "$name: $(grep -v '^ttcp-[tr]: ' "$work/err")"
+}
+
+# classic_bytes FILE: the byte count of a classic 'N bytes in S real seconds' line.
+classic_bytes() {
+	sed -n 's/^ttcp-[tr]: \([0-9]*\) bytes in .*/\1/p' "$1"
+}

@@ -1,0 +1,354 @@
+/* ttcp: the classic Test TCP, tuned. Options as classic ttcp read them, plus parallel
+ * streams, durations, zero-copy sends, splice receives, interval and JSON reports. */
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dragstrip/report.h>
+#include <dragstrip/size.h>
+#include <dragstrip/net.h>
+
+#include "ttcp.h"
+#include "ttcp_supervise.h"
+
+atomic_bool ttcp_stop;
+
+enum { OPT_ZEROCOPY = 256, OPT_SPLICE, OPT_JSON, OPT_TIMEOUT, OPT_VERSION };
+
+static const struct option long_options[] = {
+    {"transmit", no_argument, NULL, 't'},
+    {"receive", no_argument, NULL, 'r'},
+    {"sink", no_argument, NULL, 's'},
+    {"udp", no_argument, NULL, 'u'},
+    {"length", required_argument, NULL, 'l'},
+    {"count", required_argument, NULL, 'n'},
+    {"sockbuf", required_argument, NULL, 'b'},
+    {"port", required_argument, NULL, 'p'},
+    {"nodelay", no_argument, NULL, 'D'},
+    {"format", required_argument, NULL, 'f'},
+    {"parallel", required_argument, NULL, 'P'},
+    {"time", required_argument, NULL, 'w'},
+    {"interval", required_argument, NULL, 'i'},
+    {"rate", required_argument, NULL, 'R'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"zerocopy", no_argument, NULL, OPT_ZEROCOPY},
+    {"splice", no_argument, NULL, OPT_SPLICE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *to)
+{
+        fprintf(to, "usage: ttcp -t [options] host [< in]\n"
+                    "       ttcp -r [options] [> out]\n"
+                    "Measures TCP or UDP throughput between two hosts, or copies stdin to the\n"
+                    "network and the network to stdout.\n"
+                    "\n"
+                    "Classic options:\n"
+                    "  -t          transmit to host          -r          receive\n"
+                    "  -s          send a pattern / discard what arrives, instead of stdin/stdout\n"
+                    "  -u          use UDP instead of TCP\n"
+                    "  -l LEN      bytes per read/write (default 8192; 64K, 1M are fine)\n"
+                    "  -n COUNT    buffers to send (default 2048)\n"
+                    "  -b SIZE     socket buffer size (default: the kernel's autotuning)\n"
+                    "  -p PORT     port (default 5001)\n"
+                    "  -D          TCP_NODELAY\n"
+                    "  -A ALIGN    align the buffer to ALIGN bytes (default 16384)\n"
+                    "  -O OFFSET   start the buffer OFFSET bytes past the alignment\n"
+                    "  -f UNIT     rate unit: k K m M g G (bits/bytes, powers of 1024; default K)\n"
+                    "              or a for MB/s and Gbit/s\n"
+                    "  -T          touch: the receiver reads every byte it is given\n"
+                    "  -v          verbose: more statistics\n"
+                    "  -d          SO_DEBUG on the socket\n"
+                    "Beyond the classic:\n"
+                    "  -P N        N parallel TCP streams (with -s)\n"
+                    "  -w SEC      transmit for SEC seconds instead of -n buffers\n"
+                    "  -R RATE     pace to RATE bits/s (2G, 500M)\n"
+                    "  -i SEC      report every SEC seconds\n"
+                    "  --json      one JSON object at the end (JSON lines with -i)\n"
+                    "  --zerocopy  transmit with MSG_ZEROCOPY, reaping its completions\n"
+                    "  --splice    receive by splice(2), never copying into user space\n"
+                    "  --timeout SEC  give up on a silent peer after SEC s (default 10)\n"
+                    "  -h, --help  this text         --version  the version\n"
+                    "Host may be a name, an IPv4 or an IPv6 address.\n");
+}
+
+static uint64_t parse_size_arg(char flag, const char *arg, uint64_t min, uint64_t max)
+{
+        uint64_t value;
+        char lo[16], hi[16];
+
+        switch (ds_size_parse(arg, min, max, &value)) {
+        case 0:
+                return value;
+        case -ERANGE:
+                errx(1, "-%c: '%s' is out of range (%s to %s)", flag, arg,
+                     ds_size_format(lo, sizeof lo, min), ds_size_format(hi, sizeof hi, max));
+        default:
+                errx(1, "-%c: '%s' is not a size (try 64K, 1M)", flag, arg);
+        }
+}
+
+static double parse_seconds_arg(const char *flag, const char *arg)
+{
+        double seconds;
+
+        if (ds_duration_parse(arg, &seconds) != 0)
+                errx(1, "%s: '%s' is not a duration in seconds (try 10, 0.5)", flag, arg);
+        return seconds;
+}
+
+/* The option getopt just refused: the letter for a short one, the word for a long one. */
+static const char *offending_option(char **argv)
+{
+        static char letter[3] = "-?";
+
+        if (optopt == 0)
+                return argv[optind - 1];
+        letter[1] = (char)optopt;
+        return letter;
+}
+
+static void parse_options(int argc, char **argv, struct ttcp_options *opt)
+{
+        bool transmit = false, receive = false;
+        int c;
+
+        *opt = (struct ttcp_options){
+            .buf_len = TTCP_DEFAULT_BUFLEN,
+            .nbuf = TTCP_DEFAULT_NBUF,
+            .port = TTCP_DEFAULT_PORT,
+            .align = TTCP_DEFAULT_ALIGN,
+            .streams = 1,
+            .timeout_s = 10,
+        };
+        opterr = 0; /* one line of our own instead of getopt's two */
+        while ((c = getopt_long(argc, argv, ":trsul:n:b:p:DA:O:f:TvdP:w:i:R:h", long_options,
+                                NULL)) != -1) {
+                switch (c) {
+                case 't':
+                        transmit = true;
+                        break;
+                case 'r':
+                        receive = true;
+                        break;
+                case 's':
+                        opt->sink_mode = true;
+                        break;
+                case 'u':
+                        opt->udp = true;
+                        break;
+                case 'l':
+                        opt->buf_len = parse_size_arg('l', optarg, 1, 1ULL << 30);
+                        break;
+                case 'n':
+                        opt->nbuf = parse_size_arg('n', optarg, 1, UINT64_MAX);
+                        break;
+                case 'b':
+                        opt->sockbuf = (int)parse_size_arg('b', optarg, 1, 1ULL << 30);
+                        break;
+                case 'p':
+                        if (ds_port_parse(optarg, &opt->port) != 0)
+                                errx(1, "-p: '%s' is not a port (1 to 65535)", optarg);
+                        break;
+                case 'D':
+                        opt->nodelay = true;
+                        break;
+                case 'A':
+                        opt->align = parse_size_arg('A', optarg, 1, 1 << 24);
+                        break;
+                case 'O':
+                        opt->offset = parse_size_arg('O', optarg, 0, 1 << 24);
+                        break;
+                case 'f':
+                        if (strlen(optarg) != 1 || ds_rate_unit_check(optarg[0]) != 0)
+                                errx(1, "-f: '%s' is not a unit (one of k K m M g G a)", optarg);
+                        opt->unit = optarg[0];
+                        break;
+                case 'T':
+                        opt->touch = true;
+                        break;
+                case 'v':
+                        opt->verbose = true;
+                        break;
+                case 'd':
+                        opt->so_debug = true;
+                        break;
+                case 'P':
+                        opt->streams = (unsigned)parse_size_arg('P', optarg, 1, TTCP_MAX_STREAMS);
+                        break;
+                case 'w':
+                        opt->duration_s = parse_seconds_arg("-w", optarg);
+                        break;
+                case 'i':
+                        opt->interval_s = parse_seconds_arg("-i", optarg);
+                        break;
+                case 'R':
+                        if (ds_rate_parse(optarg, &opt->rate_bps) != 0)
+                                errx(1, "-R: '%s' is not a rate in bits/s (try 2G, 500M)", optarg);
+                        break;
+                case OPT_ZEROCOPY:
+                        opt->zerocopy = true;
+                        break;
+                case OPT_SPLICE:
+                        opt->splice = true;
+                        break;
+                case OPT_JSON:
+                        opt->json = true;
+                        break;
+                case OPT_TIMEOUT:
+                        opt->timeout_s = parse_seconds_arg("--timeout", optarg);
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                case OPT_VERSION:
+                        printf("ttcp (dragstrip) %s\n", DS_VERSION);
+                        exit(0);
+                case ':':
+                        errx(1, "%s needs a value (try 'ttcp --help')", offending_option(argv));
+                default:
+                        errx(1, "unknown option '%s' (try 'ttcp --help')", offending_option(argv));
+                }
+        }
+        if (transmit == receive)
+                errx(1, "say -t host to transmit or -r to receive (try 'ttcp --help')");
+        opt->transmit = transmit;
+        if (transmit) {
+                if (optind != argc - 1)
+                        errx(1, "-t needs exactly one host to send to");
+                opt->host = argv[optind];
+        } else if (optind != argc) {
+                errx(1, "-r takes no host ('%s' is extra)", argv[optind]);
+        }
+}
+
+/* Refuses the combinations that cannot mean anything, naming the conflict. */
+static void check_options(const struct ttcp_options *opt)
+{
+        if (opt->streams > 1 && opt->udp)
+                errx(1, "-P: parallel streams are TCP only");
+        if (opt->streams > 1 && !opt->sink_mode)
+                errx(1, "-P: parallel streams need -s (stdin/stdout is one ordered stream)");
+        if (opt->zerocopy && (!opt->transmit || opt->udp))
+                errx(1, "--zerocopy is for a TCP transmitter (-t without -u)");
+        if (opt->splice && (opt->transmit || opt->udp))
+                errx(1, "--splice is for a TCP receiver (-r without -u)");
+        if (opt->splice && opt->touch)
+                errx(1, "--splice never brings data into user space, so -T cannot touch it");
+        if (opt->udp && opt->transmit && opt->buf_len <= 16)
+                errx(1, "-l: UDP datagrams must be longer than 16 bytes (4 or fewer mark start and "
+                        "end)");
+        if (opt->udp && opt->buf_len > TTCP_UDP_MAX_DGRAM)
+                errx(1, "-l: a UDP datagram holds at most %d bytes", TTCP_UDP_MAX_DGRAM);
+        if (opt->duration_s > 0 && !opt->transmit)
+                errx(1, "-w: the transmitter decides how long a run lasts");
+}
+
+static void on_signal(int signo)
+{
+        (void)signo;
+        atomic_store(&ttcp_stop, true);
+}
+
+static void install_signals(void)
+{
+        struct sigaction sa = {.sa_handler = on_signal};
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+                err(1, "sigaction");
+        /* A vanished peer must show up as EPIPE from send(), not kill the process. */
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static void add_json_extras(struct ds_json *json, void *ctx)
+{
+        const struct ttcp_outcome *out = ctx;
+
+        ds_json_u64(json, "streams", out->streams);
+        ds_json_u64(json, "io_calls", out->io_calls);
+        if (out->peer[0])
+                ds_json_str(json, "peer", out->peer);
+        if (out->zc_completions)
+                ds_json_u64(json, "zerocopy_copied", out->zc_copied);
+        if (out->udp_datagrams) {
+                ds_json_u64(json, "datagrams", out->udp_datagrams);
+                ds_json_bool(json, "sequenced", out->udp_sequenced);
+        }
+}
+
+int main(int argc, char **argv)
+{
+        struct ttcp_options opt;
+        struct ttcp_outcome out = {0};
+        struct ds_error error = {{0}};
+        struct ds_live *live;
+        struct ds_report report;
+        struct ds_result result;
+        struct ds_cpu cpu_start, cpu_end, cpu_used;
+        const char *role;
+        int rc;
+
+        parse_options(argc, argv, &opt);
+        check_options(&opt);
+        install_signals();
+
+        role = opt.transmit ? "send" : "recv";
+        if (ds_live_open(&live, "ttcp", role, opt.udp ? "udp" : "tcp", NULL, &error) != 0)
+                errx(1, "%s", error.text);
+        ds_live_set_msg_size(live, opt.buf_len);
+        if (opt.host)
+                ds_live_set_peer(live, opt.host);
+
+        /* Reports share stdout only when stdout is not carrying the data. */
+        struct ds_report_config config = {
+            .tool = "ttcp",
+            .role = role,
+            .link = opt.udp ? "udp" : "tcp",
+            .msg_size = opt.buf_len,
+            .json = opt.json,
+            .interval_s = opt.interval_s,
+            .unit = opt.unit ? opt.unit : 'a',
+            .out = (opt.sink_mode || opt.transmit) ? stdout : stderr,
+        };
+        ds_report_init(&report, &config, ds_live_segment(live));
+        if (supervise_init(&report) != 0)
+                err(1, "pipe");
+
+        ttcp_print_banner(&opt);
+        ds_cpu_now(&cpu_start);
+        ds_report_start(&report);
+        if (opt.udp)
+                rc = opt.transmit ? ttcp_udp_transmit(&opt, ds_live_segment(live), &out, &error)
+                                  : ttcp_udp_receive(&opt, ds_live_segment(live), &out, &error);
+        else
+                rc = opt.transmit ? ttcp_tcp_transmit(&opt, ds_live_segment(live), &out, &error)
+                                  : ttcp_tcp_receive(&opt, ds_live_segment(live), &out, &error);
+        ds_cpu_now(&cpu_end);
+        ds_live_done(live);
+
+        if (rc != 0) {
+                ds_live_close(live);
+                errx(1, "%s", error.text);
+        }
+        cpu_used = ds_cpu_since(&cpu_start, &cpu_end);
+        if (opt.json) {
+                report.start_ns = out.start_ns;
+                ds_report_finish_at(&report, out.end_ns, &result);
+                ds_report_print(&report, &result, add_json_extras, &out);
+        }
+        struct ds_counters counters;
+        ds_live_read(ds_live_segment(live), &counters);
+        ttcp_print_classic(&opt, &out, &counters, &cpu_used);
+        ds_live_close(live);
+        return 0;
+}
