@@ -1,0 +1,106 @@
+/* Whole-file streams through pool buffers: the pipeline behind put, get, verify and bench.
+ * Every buffer is in flight at once, so while the caller fills or drains one the workers
+ * keep every member busy with the others. Tickets are waited for in submit order, which
+ * keeps each member's running checksum in order. */
+#include <errno.h>
+
+#include <dragstrip/pool.h>
+
+#include "stripe_int.h"
+
+#define STREAM_BYTES_MAX (64u << 20)
+
+int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
+                          struct ds_error *err)
+{
+        uint64_t size = stripe->layout.unit * stripe->width;
+
+        if (size > STREAM_BYTES_MAX)
+                size = stripe->layout.unit;
+        return ds_pool_create(pool, (size_t)size, stripe->depth, 0, err);
+}
+
+static unsigned stream_depth(const struct ds_stripe *stripe, const struct ds_pool *pool)
+{
+        unsigned count = ds_pool_count(pool);
+
+        return count < stripe->depth ? count : stripe->depth;
+}
+
+int ds_stripe_read_stream(struct ds_stripe *stripe, struct ds_pool *pool, ds_stripe_sink_fn sink,
+                          void *ctx, struct ds_error *err)
+{
+        unsigned depth = stream_depth(stripe, pool), head = 0, inflight = 0;
+        size_t buf_size = ds_pool_buf_size(pool);
+        int tickets[DS_STRIPE_MAX_WIDTH * 4];
+        uint64_t offsets[DS_STRIPE_MAX_WIDTH * 4];
+        uint64_t next = 0;
+        int rc = 0;
+
+        if (depth > sizeof(tickets) / sizeof(tickets[0]))
+                depth = sizeof(tickets) / sizeof(tickets[0]);
+        for (;;) {
+                while (rc == 0 && inflight < depth && next < stripe->size) {
+                        unsigned i = (head + inflight) % depth;
+                        int t = ds_stripe_submit_read(stripe, ds_pool_buf(pool, i), buf_size, next,
+                                                      err);
+                        if (t < 0)
+                                return t == -EBUSY ? ds_fail(err, t, "stream: stripe busy") : t;
+                        tickets[i] = t;
+                        offsets[i] = next;
+                        next += buf_size;
+                        inflight++;
+                }
+                if (inflight == 0)
+                        return rc;
+                size_t got = 0;
+                int wrc = ds_stripe_wait(stripe, tickets[head], &got, rc ? NULL : err);
+                if (rc == 0 && wrc != 0)
+                        rc = wrc;
+                if (rc == 0)
+                        rc = sink(ds_pool_buf(pool, head), got, offsets[head], ctx, err);
+                head = (head + 1) % depth;
+                inflight--;
+        }
+}
+
+int ds_stripe_write_stream(struct ds_stripe *stripe, struct ds_pool *pool,
+                           ds_stripe_source_fn source, void *ctx, struct ds_error *err)
+{
+        unsigned depth = stream_depth(stripe, pool), head = 0, inflight = 0;
+        size_t buf_size = ds_pool_buf_size(pool);
+        int tickets[DS_STRIPE_MAX_WIDTH * 4];
+        bool ended = false;
+        int rc = 0;
+
+        if (depth > sizeof(tickets) / sizeof(tickets[0]))
+                depth = sizeof(tickets) / sizeof(tickets[0]);
+        for (;;) {
+                while (rc == 0 && !ended && inflight < depth) {
+                        unsigned i = (head + inflight) % depth;
+                        size_t len = 0;
+                        rc = source(ds_pool_buf(pool, i), buf_size, &len, ctx, err);
+                        if (rc != 0)
+                                break;
+                        if (len < buf_size)
+                                ended = true;
+                        if (len == 0)
+                                break;
+                        int t = ds_stripe_submit_write(stripe, ds_pool_buf(pool, i), len,
+                                                       stripe->size, err);
+                        if (t < 0) {
+                                rc = t;
+                                break;
+                        }
+                        tickets[i] = t;
+                        inflight++;
+                }
+                if (inflight == 0)
+                        return rc;
+                int wrc = ds_stripe_wait(stripe, tickets[head], NULL, rc ? NULL : err);
+                if (rc == 0 && wrc != 0)
+                        rc = wrc;
+                head = (head + 1) % depth;
+                inflight--;
+        }
+}

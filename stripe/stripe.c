@@ -1,0 +1,494 @@
+/* Striped file lifecycle: create, open (with every member checked), headers, commit,
+ * fsync, truncate, close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stripe_int.h"
+
+static const char *hex_id(char out[2 * DS_STRIPE_SET_ID_SIZE + 1], const uint8_t *id)
+{
+        for (unsigned i = 0; i < DS_STRIPE_SET_ID_SIZE; i++)
+                snprintf(out + 2 * i, 3, "%02x", id[i]);
+        return out;
+}
+
+static char *join_path(const char *dir, const char *prefix, const char *name)
+{
+        char *path;
+
+        if (asprintf(&path, "%s/%s%s", dir, prefix, name) < 0)
+                return NULL;
+        return path;
+}
+
+/* One directory per disk: two entries naming the same directory would put two members in
+ * one file, so they are refused by identity, not by spelling. */
+static int check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err)
+{
+        struct stat seen[DS_STRIPE_MAX_WIDTH];
+
+        if (ndirs < 1 || ndirs > DS_STRIPE_MAX_WIDTH)
+                return stripe_reject(err, -EINVAL, "%u directories: expected 1 to %u", ndirs,
+                                     DS_STRIPE_MAX_WIDTH);
+        for (unsigned i = 0; i < ndirs; i++) {
+                if (stat(dirs[i], &seen[i]) != 0)
+                        return ds_fail(err, -errno, "directory %s", dirs[i]);
+                if (!S_ISDIR(seen[i].st_mode))
+                        return stripe_reject(err, -ENOTDIR, "%s is not a directory", dirs[i]);
+                for (unsigned j = 0; j < i; j++)
+                        if (seen[j].st_dev == seen[i].st_dev && seen[j].st_ino == seen[i].st_ino)
+                                return stripe_reject(err, -EINVAL,
+                                                     "%s and %s are the same directory: one "
+                                                     "directory per disk",
+                                                     dirs[j], dirs[i]);
+        }
+        return 0;
+}
+
+static struct ds_stripe *stripe_alloc(unsigned ndirs, const struct ds_stripe_options *options)
+{
+        struct ds_stripe *stripe =
+            calloc(1, sizeof(*stripe) + ndirs * sizeof(struct stripe_member));
+
+        if (!stripe)
+                return NULL;
+        stripe->width = ndirs;
+        stripe->flags = options ? options->flags : 0;
+        stripe->live = options ? options->live : NULL;
+        stripe->depth = options && options->depth ? options->depth : DEFAULT_DEPTH;
+        stripe->checksums = !(stripe->flags & DS_STRIPE_NO_CHECKSUM);
+        stripe->slots = calloc(stripe->depth, sizeof(*stripe->slots));
+        if (!stripe->slots) {
+                free(stripe);
+                return NULL;
+        }
+        pthread_mutex_init(&stripe->done_lock, NULL);
+        pthread_cond_init(&stripe->done_cond, NULL);
+        for (unsigned i = 0; i < ndirs; i++) {
+                stripe->members[i].stripe = stripe;
+                stripe->members[i].index = i;
+                stripe->members[i].fd = -1;
+                stripe->members[i].fd_direct = -1;
+        }
+        return stripe;
+}
+
+void stripe_free(struct ds_stripe *stripe)
+{
+        for (unsigned i = 0; i < stripe->width; i++) {
+                struct stripe_member *m = &stripe->members[i];
+                if (m->fd >= 0)
+                        close(m->fd);
+                if (m->fd_direct >= 0)
+                        close(m->fd_direct);
+                free(m->path);
+                free(m->tmp_path);
+        }
+        pthread_mutex_destroy(&stripe->done_lock);
+        pthread_cond_destroy(&stripe->done_cond);
+        free(stripe->slots);
+        free(stripe);
+}
+
+/* The O_DIRECT descriptor beside the ordinary one; EINVAL means the filesystem refuses
+ * O_DIRECT (tmpfs), which leaves the member buffered rather than failing. */
+static int open_direct(struct stripe_member *m, const char *path, int oflags, struct ds_error *err)
+{
+        if (m->stripe->flags & DS_STRIPE_NO_DIRECT)
+                return 0;
+        m->fd_direct = open(path, oflags | O_DIRECT | O_CLOEXEC);
+        if (m->fd_direct >= 0)
+                return 0;
+        if (errno == EINVAL) {
+                m->direct_refused = true;
+                return 0;
+        }
+        return ds_fail(err, -errno, "member %u: open %s with O_DIRECT", m->index, path);
+}
+
+static void remove_temporaries(struct ds_stripe *stripe)
+{
+        for (unsigned i = 0; i < stripe->width; i++)
+                if (stripe->members[i].tmp_path && stripe->members[i].fd >= 0)
+                        unlink(stripe->members[i].tmp_path);
+}
+
+int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
+                     const char *name, const struct ds_stripe_options *options,
+                     struct ds_error *err)
+{
+        struct ds_stripe *stripe;
+        char id[2 * DS_STRIPE_SET_ID_SIZE + 1], prefix[64];
+        int rc;
+
+        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+                return rc;
+        stripe = stripe_alloc(ndirs, options);
+        if (!stripe)
+                return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
+        stripe->layout.width = ndirs;
+        stripe->layout.unit = options && options->unit ? options->unit : DS_STRIPE_DEFAULT_UNIT;
+        stripe->created = stripe->writable = stripe->dirty = true;
+        if (!ds_stripe_layout_valid(&stripe->layout)) {
+                rc = stripe_reject(err, -EINVAL, "unit %llu: expected a multiple of 4K up to 1G",
+                                   (unsigned long long)stripe->layout.unit);
+                goto fail;
+        }
+        if (getrandom(stripe->set_id, sizeof(stripe->set_id), 0) != sizeof(stripe->set_id)) {
+                rc = ds_fail(err, -EIO, "getrandom for the set id");
+                goto fail;
+        }
+        snprintf(prefix, sizeof(prefix), "%s%s.", DS_STRIPE_TMP_PREFIX, hex_id(id, stripe->set_id));
+        for (unsigned i = 0; i < ndirs; i++) {
+                struct stripe_member *m = &stripe->members[i];
+
+                m->path = join_path(dirs[i], "", name);
+                m->tmp_path = join_path(dirs[i], prefix, name);
+                if (!m->path || !m->tmp_path) {
+                        rc = ds_fail(err, -ENOMEM, "member path");
+                        goto fail;
+                }
+                if (!(stripe->flags & DS_STRIPE_REPLACE) && access(m->path, F_OK) == 0) {
+                        rc = stripe_reject(err, -EEXIST, "%s exists (remove it first, or replace)",
+                                           m->path);
+                        goto fail;
+                }
+                m->fd = open(m->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (m->fd < 0) {
+                        rc = ds_fail(err, -errno, "member %u: create %s", i, m->tmp_path);
+                        goto fail;
+                }
+                if ((rc = open_direct(m, m->tmp_path, O_RDWR, err)) != 0)
+                        goto fail;
+                data_crc_reset(&m->written);
+                data_crc_reset(&m->read);
+                m->written.ok = stripe->checksums;
+        }
+        if ((rc = stripe_write_headers(stripe, err)) != 0)
+                goto fail;
+        *out = stripe;
+        return 0;
+fail:
+        remove_temporaries(stripe);
+        stripe_free(stripe);
+        return rc;
+}
+
+static int read_header(struct stripe_member *m, struct ds_error *err)
+{
+        uint8_t block[DS_STRIPE_HEADER_SIZE];
+        const char *why;
+        ssize_t n;
+
+        do
+                n = pread(m->fd, block, sizeof(block), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return ds_fail(err, -errno, "member %u (%s): read header", m->index, m->path);
+        if (ds_stripe_header_decode(block, (size_t)n, &m->header, &why) != 0)
+                return stripe_reject(err, -EINVAL, "member %u (%s): bad header: %s", m->index,
+                                     m->path, why);
+        return 0;
+}
+
+/* Everything that ties member i to member 0 and to the directory it was found in. */
+static int check_member(struct ds_stripe *stripe, struct stripe_member *m, struct ds_error *err)
+{
+        const struct ds_stripe_header *h = &m->header, *first = &stripe->members[0].header;
+        uint64_t expect;
+        struct stat st;
+
+        if (h->width != stripe->width)
+                return stripe_reject(err, -EINVAL,
+                                     "member %u (%s): the file is striped over %u directories, "
+                                     "%u given",
+                                     m->index, m->path, h->width, stripe->width);
+        if (h->member != m->index)
+                return stripe_reject(
+                    err, -EINVAL, "member %u (%s) holds member %u (directories in another order?)",
+                    m->index, m->path, h->member);
+        if (memcmp(h->set_id, first->set_id, DS_STRIPE_SET_ID_SIZE) != 0)
+                return stripe_reject(
+                    err, -EINVAL,
+                    "member %u (%s) belongs to another striped file (set id differs "
+                    "from member 0's)",
+                    m->index, m->path);
+        if (h->unit != first->unit || h->file_size != first->file_size)
+                return stripe_reject(err, -EINVAL,
+                                     "member %u (%s) disagrees with member 0 on unit or size",
+                                     m->index, m->path);
+        if (fstat(m->fd, &st) != 0)
+                return ds_fail(err, -errno, "member %u (%s): fstat", m->index, m->path);
+        expect = ds_stripe_member_bytes(&stripe->layout, m->index, h->file_size);
+        if ((uint64_t)st.st_size != DS_STRIPE_HEADER_SIZE + expect)
+                return stripe_reject(
+                    err, -EINVAL, "member %u (%s): %s: %llu data bytes, the layout says %llu",
+                    m->index, m->path,
+                    (uint64_t)st.st_size < DS_STRIPE_HEADER_SIZE + expect ? "truncated"
+                                                                          : "too long",
+                    (unsigned long long)(st.st_size - DS_STRIPE_HEADER_SIZE),
+                    (unsigned long long)expect);
+        return 0;
+}
+
+static int open_member(struct ds_stripe *stripe, unsigned i, const char *dir, const char *name,
+                       struct ds_error *err)
+{
+        struct stripe_member *m = &stripe->members[i];
+        int oflags = stripe->writable ? O_RDWR : O_RDONLY;
+        int rc;
+
+        m->path = join_path(dir, "", name);
+        if (!m->path)
+                return ds_fail(err, -ENOMEM, "member path");
+        m->fd = open(m->path, oflags | O_CLOEXEC);
+        if (m->fd < 0)
+                return ds_fail(err, -errno, "member %u of %u: %s", i, stripe->width, m->path);
+        if ((rc = read_header(m, err)) != 0)
+                return rc;
+        if (i == 0) {
+                stripe->layout.width = m->header.width;
+                stripe->layout.unit = m->header.unit;
+                stripe->size = m->header.file_size;
+                memcpy(stripe->set_id, m->header.set_id, DS_STRIPE_SET_ID_SIZE);
+        }
+        if ((rc = check_member(stripe, m, err)) != 0)
+                return rc;
+        m->written.ok = (m->header.flags & DS_STRIPE_DATA_CRC) != 0;
+        m->written.crc = m->header.data_crc;
+        m->written.next = ds_stripe_member_bytes(&stripe->layout, i, stripe->size);
+        data_crc_reset(&m->read);
+        return open_direct(m, m->path, oflags, err);
+}
+
+int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
+                 const struct ds_stripe_options *options, struct ds_error *err)
+{
+        struct ds_stripe *stripe;
+        unsigned missing = 0;
+        int rc;
+
+        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+                return rc;
+        stripe = stripe_alloc(ndirs, options);
+        if (!stripe)
+                return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
+        stripe->writable = (stripe->flags & DS_STRIPE_WRITE) != 0;
+        for (unsigned i = 0; i < ndirs; i++) {
+                char *path = join_path(dirs[i], "", name);
+                if (path && access(path, F_OK) != 0 && errno == ENOENT)
+                        missing++;
+                free(path);
+        }
+        if (missing == ndirs) {
+                rc = stripe_reject(err, -ENOENT, "no striped file '%s' in these directories", name);
+                goto fail;
+        }
+        for (unsigned i = 0; i < ndirs; i++)
+                if ((rc = open_member(stripe, i, dirs[i], name, err)) != 0)
+                        goto fail;
+        *out = stripe;
+        return 0;
+fail:
+        stripe_free(stripe);
+        return rc;
+}
+
+int ds_stripe_open(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
+                   const char *name, const struct ds_stripe_options *options, struct ds_error *err)
+{
+        return stripe_probe(out, dirs, ndirs, name, options, err);
+}
+
+int stripe_write_headers(struct ds_stripe *stripe, struct ds_error *err)
+{
+        uint8_t block[DS_STRIPE_HEADER_SIZE];
+
+        for (unsigned i = 0; i < stripe->width; i++) {
+                struct stripe_member *m = &stripe->members[i];
+                uint64_t bytes = ds_stripe_member_bytes(&stripe->layout, i, stripe->size);
+                struct ds_stripe_header h = {
+                    .width = stripe->width,
+                    .member = i,
+                    .unit = stripe->layout.unit,
+                    .file_size = stripe->size,
+                    .flags = m->written.ok && m->written.next == bytes ? DS_STRIPE_DATA_CRC : 0,
+                    .data_crc = m->written.crc,
+                };
+
+                memcpy(h.set_id, stripe->set_id, DS_STRIPE_SET_ID_SIZE);
+                ds_stripe_header_encode(&h, block);
+                if (pwrite(m->fd, block, sizeof(block), 0) != (ssize_t)sizeof(block))
+                        return ds_fail(err, errno ? -errno : -EIO, "member %u (%s): write header",
+                                       i, m->tmp_path ? m->tmp_path : m->path);
+                /* Writes past the end of the file leave other members short; holes make
+                 * every member as long as the layout says. */
+                if (ftruncate(m->fd, (off_t)(DS_STRIPE_HEADER_SIZE + bytes)) != 0)
+                        return ds_fail(err, -errno, "member %u: set length", i);
+                m->header = h;
+        }
+        stripe->dirty = false;
+        return 0;
+}
+
+static int idle(struct ds_stripe *stripe, const char *what, struct ds_error *err)
+{
+        for (unsigned i = 0; i < stripe->depth; i++)
+                if (stripe->slots[i].busy)
+                        return stripe_reject(err, -EBUSY, "%s with submits in flight", what);
+        return 0;
+}
+
+int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
+{
+        int rc;
+
+        if ((rc = idle(stripe, "fsync", err)) != 0)
+                return rc;
+        if (stripe->writable && stripe->dirty && (rc = stripe_write_headers(stripe, err)) != 0)
+                return rc;
+        for (unsigned i = 0; i < stripe->width; i++)
+                if (fsync(stripe->members[i].fd) != 0)
+                        return ds_fail(err, -errno, "member %u: fsync", i);
+        return 0;
+}
+
+static int sync_dir_of(const char *path, struct ds_error *err)
+{
+        char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        int fd, rc = 0;
+
+        if (!slash)
+                return dir ? (free(dir), 0) : ds_fail(err, -ENOMEM, "path");
+        *slash = '\0';
+        fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) != 0)
+                rc = ds_fail(err, -errno, "fsync directory %s", dir);
+        if (fd >= 0)
+                close(fd);
+        free(dir);
+        return rc;
+}
+
+int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
+{
+        unsigned flags = stripe->flags & DS_STRIPE_REPLACE ? 0 : RENAME_NOREPLACE;
+        unsigned renamed;
+        int rc;
+
+        if (!stripe->created || stripe->committed)
+                return stripe_reject(err, -EINVAL,
+                                     "commit: the file was not created by this handle");
+        stripe->dirty = true;
+        if ((rc = ds_stripe_fsync(stripe, err)) != 0)
+                return rc;
+        for (renamed = 0; renamed < stripe->width; renamed++) {
+                struct stripe_member *m = &stripe->members[renamed];
+                if (renameat2(AT_FDCWD, m->tmp_path, AT_FDCWD, m->path, flags) != 0) {
+                        rc = ds_fail(err, -errno, "member %u: rename %s to %s", renamed,
+                                     m->tmp_path, m->path);
+                        break;
+                }
+        }
+        if (rc != 0) {
+                /* Members already renamed are this file's: take them back out of the way. */
+                for (unsigned i = 0; i < renamed; i++)
+                        unlink(stripe->members[i].path);
+                return rc;
+        }
+        for (unsigned i = 0; i < stripe->width; i++) {
+                free(stripe->members[i].tmp_path);
+                stripe->members[i].tmp_path = NULL;
+        }
+        for (unsigned i = 0; i < stripe->width; i++)
+                if ((rc = sync_dir_of(stripe->members[i].path, err)) != 0)
+                        return rc;
+        stripe->committed = true;
+        return 0;
+}
+
+int ds_stripe_truncate(struct ds_stripe *stripe, uint64_t size, struct ds_error *err)
+{
+        int rc;
+
+        if (!stripe->writable)
+                return stripe_reject(err, -EBADF, "truncate: the striped file is open read-only");
+        if (size > DS_STRIPE_MAX_SIZE)
+                return stripe_reject(err, -EFBIG, "truncate to %llu: beyond the largest file",
+                                     (unsigned long long)size);
+        if ((rc = idle(stripe, "truncate", err)) != 0)
+                return rc;
+        for (unsigned i = 0; i < stripe->width; i++) {
+                struct stripe_member *m = &stripe->members[i];
+                uint64_t bytes = ds_stripe_member_bytes(&stripe->layout, i, size);
+
+                if (bytes == 0)
+                        data_crc_reset(&m->written);
+                else if (bytes != ds_stripe_member_bytes(&stripe->layout, i, stripe->size))
+                        m->written.ok = false;
+                if (ftruncate(m->fd, (off_t)(DS_STRIPE_HEADER_SIZE + bytes)) != 0)
+                        return ds_fail(err, -errno, "member %u: truncate", i);
+        }
+        stripe->size = size;
+        stripe->dirty = true;
+        return 0;
+}
+
+int ds_stripe_close(struct ds_stripe *stripe, struct ds_error *err)
+{
+        int rc = stripe_drain(stripe, err);
+
+        if (stripe->created && !stripe->committed) {
+                remove_temporaries(stripe);
+        } else if (stripe->writable && stripe->dirty && rc == 0) {
+                rc = ds_stripe_fsync(stripe, err);
+        }
+        stripe_engine_stop(stripe);
+        for (unsigned i = 0; i < stripe->width; i++) {
+                struct stripe_member *m = &stripe->members[i];
+                if (m->fd_direct >= 0 && close(m->fd_direct) != 0 && rc == 0)
+                        rc = ds_fail(err, -errno, "member %u: close", i);
+                if (m->fd >= 0 && close(m->fd) != 0 && rc == 0)
+                        rc = ds_fail(err, -errno, "member %u: close", i);
+                m->fd = m->fd_direct = -1;
+        }
+        stripe_free(stripe);
+        return rc;
+}
+
+void ds_stripe_stat(const struct ds_stripe *stripe, struct ds_stripe_info *info)
+{
+        memset(info, 0, sizeof(*info));
+        info->layout = stripe->layout;
+        info->size = stripe->size;
+        memcpy(info->set_id, stripe->set_id, DS_STRIPE_SET_ID_SIZE);
+        info->data_crc = true;
+        info->buffered_member = -1;
+        for (unsigned i = 0; i < stripe->width; i++) {
+                const struct stripe_member *m = &stripe->members[i];
+                uint64_t bytes = ds_stripe_member_bytes(&stripe->layout, i, stripe->size);
+                bool has_crc = stripe->writable ? m->written.ok && m->written.next == bytes
+                                                : (m->header.flags & DS_STRIPE_DATA_CRC) != 0;
+                if (!has_crc)
+                        info->data_crc = false;
+                if (m->fd_direct >= 0)
+                        info->direct++;
+                else if (m->direct_refused && info->buffered_member < 0)
+                        info->buffered_member = (int)i;
+        }
+}
+
+const char *ds_stripe_member_path(const struct ds_stripe *stripe, unsigned member)
+{
+        if (member >= stripe->width)
+                return NULL;
+        return stripe->members[member].tmp_path ? stripe->members[member].tmp_path
+                                                : stripe->members[member].path;
+}

@@ -1,0 +1,109 @@
+/* Internals shared by the files of libdsstripe: the open file, its members and the
+ * per-member worker queues. Not installed. */
+#ifndef DS_STRIPE_INT_H
+#define DS_STRIPE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dragstrip/error.h>
+#include <dragstrip/stripe.h>
+
+/* A failure whose message says it all: no strerror text appended. */
+#define stripe_reject(err, code, ...) (ds_fail((err), 0, __VA_ARGS__), (code))
+
+#define QUEUE_CAP     64u /* pieces waiting per member; a submitter blocks beyond this */
+#define DEFAULT_DEPTH 4u
+
+struct stripe_slot;
+
+/* One piece of a submit, for one member's worker. */
+struct stripe_request {
+        struct stripe_slot *slot;
+        uint8_t *buf;
+        size_t len;
+        uint64_t data_offset;
+        bool write;
+};
+
+struct member_queue {
+        pthread_mutex_t lock;
+        pthread_cond_t not_empty;
+        pthread_cond_t not_full;
+        struct stripe_request items[QUEUE_CAP];
+        unsigned head;
+        unsigned count;
+        bool stop;
+};
+
+/* A running CRC-32C of a member's data, valid while the data arrives in order. */
+struct data_crc {
+        uint64_t next; /* data offset the next in-order piece starts at */
+        uint32_t crc;
+        bool ok;
+};
+
+struct stripe_member {
+        struct ds_stripe *stripe;
+        unsigned index;
+        char *path;     /* the member's final name */
+        char *tmp_path; /* where a created member lives until commit, else NULL */
+        int fd;         /* ordinary descriptor: headers and unaligned pieces */
+        int fd_direct;  /* O_DIRECT descriptor, -1 when refused or not wanted */
+        bool direct_refused;
+        struct ds_stripe_header header; /* as last read from or written to disk */
+        struct data_crc written;        /* updated by the submitter */
+        struct data_crc read;           /* updated by the waiter */
+        pthread_t worker;
+        bool worker_running;
+        struct member_queue queue;
+};
+
+/* One submit in flight. pending, error and err are guarded by the stripe's done_lock. */
+struct stripe_slot {
+        bool busy;
+        bool write;
+        uint8_t *buf;
+        size_t len; /* clipped to the end of the file for reads */
+        uint64_t offset;
+        unsigned pending;
+        int error;
+        struct ds_error err;
+};
+
+struct ds_stripe {
+        struct ds_stripe_layout layout;
+        uint64_t size;
+        uint8_t set_id[DS_STRIPE_SET_ID_SIZE];
+        unsigned flags;
+        bool created;   /* by ds_stripe_create, members under temporary names */
+        bool committed; /* renamed into place */
+        bool dirty;     /* headers on disk are stale */
+        bool writable;
+        bool checksums; /* keep running data checksums (not DS_STRIPE_NO_CHECKSUM) */
+        struct ds_live_segment *live;
+        unsigned depth;
+        struct stripe_slot *slots;
+        pthread_mutex_t done_lock;
+        pthread_cond_t done_cond;
+        bool engine_running;
+        unsigned width;
+        struct stripe_member members[];
+};
+
+/* engine.c */
+int stripe_engine_start(struct ds_stripe *stripe, struct ds_error *err);
+void stripe_engine_stop(struct ds_stripe *stripe);
+int stripe_drain(struct ds_stripe *stripe, struct ds_error *err);
+void data_crc_reset(struct data_crc *crc);
+
+/* stripe.c */
+int stripe_write_headers(struct ds_stripe *stripe, struct ds_error *err);
+/* Opens the members of NAME and checks them; the engine is not started. */
+int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
+                 const struct ds_stripe_options *options, struct ds_error *err);
+void stripe_free(struct ds_stripe *stripe);
+
+#endif

@@ -1,0 +1,172 @@
+/* stripe: put, get, list, check and benchmark files striped across directories. */
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dragstrip/error.h>
+#include <dragstrip/size.h>
+
+#include "stripe_cmd.h"
+
+volatile int cmd_interrupted;
+
+static void usage(FILE *out)
+{
+        fputs(
+            "usage: stripe put [-f] [-u UNIT] SRC DIRS [NAME]   store SRC (- for stdin)\n"
+            "       stripe get DIRS NAME DEST                 read back (DEST - for stdout)\n"
+            "       stripe ls DIRS                            list striped files\n"
+            "       stripe stat DIRS NAME                     layout and members\n"
+            "       stripe verify [--data] DIRS NAME          check headers (and data)\n"
+            "       stripe rm DIRS NAME                       remove\n"
+            "       stripe bench [-s SIZE] [-u UNIT] DIRS     sequential rates per disk, striped\n"
+            "DIRS is a comma-separated list of directories, one per disk.\n"
+            "options: --json  one JSON object per result; --no-direct  no O_DIRECT;\n"
+            "         --no-checksum  no data checksums (store none, check none);\n"
+            "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M)\n",
+            out);
+}
+
+struct subcommand {
+        const char *name;
+        int (*run)(const struct stripe_cmd *cmd);
+        int min_args, max_args;
+        const char *allowed; /* option letters it takes beyond --json, --no-direct */
+};
+
+static const struct subcommand subcommands[] = {
+    {"put", cmd_put, 2, 3, "fu"},     {"get", cmd_get, 3, 3, ""},        {"ls", cmd_ls, 1, 1, ""},
+    {"stat", cmd_stat, 2, 2, ""},     {"verify", cmd_verify, 2, 2, "d"}, {"rm", cmd_rm, 2, 2, ""},
+    {"bench", cmd_bench, 1, 1, "su"},
+};
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        cmd_interrupted = 1;
+}
+
+static uint64_t parse_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+        uint64_t value;
+
+        if (ds_size_parse(arg, min, max, &value) != 0)
+                errx(2, "%s: '%s' is not a size in range (try 64K, 1M, 1G)", opt, arg);
+        return value;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+            {"json", no_argument, NULL, 'j'},       {"no-checksum", no_argument, NULL, 'c'},
+            {"no-direct", no_argument, NULL, 'n'},  {"data", no_argument, NULL, 'd'},
+            {"unit", required_argument, NULL, 'u'}, {"size", required_argument, NULL, 's'},
+            {"force", no_argument, NULL, 'f'},      {"help", no_argument, NULL, 'h'},
+            {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0}};
+        struct stripe_cmd cmd = {.size = 256ull << 20};
+        const struct subcommand *sub = NULL;
+        struct sigaction sa = {.sa_handler = on_signal};
+        int opt;
+
+        if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+                printf("stripe (dragstrip) %s\n", DS_VERSION);
+                return 0;
+        }
+        if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                usage(stdout);
+                return 0;
+        }
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+                if (strcmp(argv[1], subcommands[i].name) == 0)
+                        sub = &subcommands[i];
+        if (!sub)
+                errx(2, "'%s' is not a subcommand (put, get, ls, stat, verify, rm, bench)",
+                     argv[1]);
+        cmd.name = sub->name;
+        optind = 2;
+        while ((opt = getopt_long(argc, argv, "+fu:s:h", longopts, NULL)) != -1) {
+                if (strchr("fuds", opt) && !strchr(sub->allowed, opt))
+                        errx(2, "%s: option -%c does not apply (see stripe --help)", sub->name,
+                             opt == 'd' ? '-' : opt);
+                switch (opt) {
+                case 'j':
+                        cmd.json = true;
+                        break;
+                case 'c':
+                        cmd.no_checksum = true;
+                        break;
+                case 'n':
+                        cmd.no_direct = true;
+                        break;
+                case 'd':
+                        cmd.data = true;
+                        break;
+                case 'f':
+                        cmd.force = true;
+                        break;
+                case 'u':
+                        cmd.unit = parse_size("-u", optarg, DS_STRIPE_MIN_UNIT, DS_STRIPE_MAX_UNIT);
+                        if (cmd.unit % DS_STRIPE_MIN_UNIT != 0)
+                                errx(2, "-u: '%s' is not a multiple of 4K", optarg);
+                        break;
+                case 's':
+                        cmd.size = parse_size("-s", optarg, 1, DS_STRIPE_MAX_SIZE);
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("stripe (dragstrip) %s\n", DS_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        cmd.args = argv + optind;
+        cmd.nargs = argc - optind;
+        if (cmd.nargs < sub->min_args || cmd.nargs > sub->max_args) {
+                errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
+        }
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        return sub->run(&cmd);
+}
+
+char **cmd_dirs(const struct stripe_cmd *cmd, const char *list, unsigned *ndirs)
+{
+        struct ds_error err;
+        char **dirs;
+
+        if (ds_stripe_dirs_parse(list, &dirs, ndirs, &err) != 0)
+                errx(2, "%s: %s", cmd->name, err.text);
+        return dirs;
+}
+
+unsigned cmd_flags(const struct stripe_cmd *cmd)
+{
+        return (cmd->no_direct ? DS_STRIPE_NO_DIRECT : 0) |
+               (cmd->no_checksum ? DS_STRIPE_NO_CHECKSUM : 0);
+}
+
+void cmd_note_buffered(const struct ds_stripe *stripe, const char *const *dirs)
+{
+        static bool said;
+        struct ds_stripe_info info;
+
+        ds_stripe_stat(stripe, &info);
+        if (said || info.buffered_member < 0)
+                return;
+        said = true;
+        fprintf(stderr, "stripe: note: %s refuses O_DIRECT (tmpfs?); using buffered I/O there\n",
+                dirs[info.buffered_member]);
+}
