@@ -1,0 +1,215 @@
+/* blast: send fixed-length messages over a link as fast as it allows. */
+#include <dragstrip/blast.h>
+#include <dragstrip/error.h>
+#include <dragstrip/net.h>
+#include <dragstrip/size.h>
+
+#include <err.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "usage: blast [options] DEST\n"
+                "  DEST            the sink: host or IP (tcp, udp, verbs), its MAC (raw)\n"
+                "  -x LINK         %s (default tcp)\n"
+                "  -d IFACE        interface for raw\n"
+                "  -p PORT         sink's port (default 5050)\n"
+                "  -l LEN          message length, 64 to 1G (default 64K)\n"
+                "  -n COUNT        messages per repeat (default: 1 GiB worth)\n"
+                "  -w SEC          send for SEC seconds instead of a count\n"
+                "  -r REPEAT       repeats, each reported (default 1)\n"
+                "  -1              one worker per stream (default two, interleaved)\n"
+                "  -q N            streams (QPs) in parallel (default 1)\n"
+                "  -R RATE         pace to RATE bits/s over all streams (e.g. 2G)\n"
+                "  --verify        fill a pattern sink checks\n"
+                "  --flow MODE     credit (default) or none (run free, count loss)\n"
+                "  --op OP         verbs: write (default), send, read\n"
+                "  --window N      messages in flight asked of sink (default: sink's)\n"
+                "  --events        verbs: sleep on completion events\n"
+                "  --timeout SEC   give up on a silent sink after SEC (default 5)\n"
+                "  -i SEC          interval reports\n"
+                "  -f UNIT         rate unit k K m M g G (default MB/s and Gbit/s)\n"
+                "  --json          one JSON object per repeat\n"
+                "  -h, --help      this text;  --version\n",
+                ds_link_names());
+}
+
+static uint64_t size_arg(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+        uint64_t v;
+        if (ds_size_parse(arg, min, max, &v) < 0)
+                errx(2, "%s: '%s' is not a size between %llu and %llu (try 64K, 2M)", opt, arg,
+                     (unsigned long long)min, (unsigned long long)max);
+        return v;
+}
+
+static double seconds_arg(const char *opt, const char *arg)
+{
+        double s;
+        if (ds_duration_parse(arg, &s) < 0)
+                errx(2, "%s: '%s' is not a duration (try 10, 0.5, 200ms)", opt, arg);
+        return s;
+}
+
+enum {
+        OPT_VERIFY = 256,
+        OPT_FLOW,
+        OPT_OP,
+        OPT_WINDOW,
+        OPT_EVENTS,
+        OPT_TIMEOUT,
+        OPT_JSON,
+        OPT_VERSION
+};
+
+static const struct option long_options[] = {
+    {"verify", no_argument, NULL, OPT_VERIFY},   {"flow", required_argument, NULL, OPT_FLOW},
+    {"op", required_argument, NULL, OPT_OP},     {"window", required_argument, NULL, OPT_WINDOW},
+    {"events", no_argument, NULL, OPT_EVENTS},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"json", no_argument, NULL, OPT_JSON},       {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+};
+
+static void parse_long(int c, const char *arg, struct ds_blast_options *o)
+{
+        switch (c) {
+        case OPT_VERIFY:
+                o->verify = true;
+                break;
+        case OPT_FLOW:
+                if (ds_flow_parse(arg, &o->flow) < 0)
+                        errx(2, "--flow: '%s' is not credit or none", arg);
+                break;
+        case OPT_OP:
+                if (ds_link_op_parse(arg, &o->op) < 0)
+                        errx(2, "--op: '%s' is not write, send or read", arg);
+                break;
+        case OPT_WINDOW:
+                o->window = (uint32_t)size_arg("--window", arg, 1, 1u << 20);
+                break;
+        case OPT_EVENTS:
+                o->where.events = true;
+                break;
+        case OPT_TIMEOUT:
+                o->where.timeout_ms = (int)(seconds_arg("--timeout", arg) * 1000);
+                break;
+        case OPT_JSON:
+                o->report.json = true;
+                break;
+        case OPT_VERSION:
+                printf("blast %s\n", DS_VERSION);
+                exit(0);
+        default:
+                usage(stderr);
+                exit(2);
+        }
+}
+
+static void parse(int argc, char **argv, struct ds_blast_options *o)
+{
+        const char *link = "tcp";
+        bool count_given = false;
+        int c;
+        while ((c = getopt_long(argc, argv, "x:d:p:l:n:w:r:1q:R:i:f:h", long_options, NULL)) !=
+               -1) {
+                switch (c) {
+                case 'x':
+                        link = optarg;
+                        break;
+                case 'd':
+                        o->where.iface = optarg;
+                        break;
+                case 'p':
+                        if (ds_port_parse(optarg, &o->where.port) < 0)
+                                errx(2, "-p: '%s' is not a port (1-65535)", optarg);
+                        break;
+                case 'l':
+                        o->msg_size = (uint32_t)size_arg("-l", optarg, 64, 1u << 30);
+                        break;
+                case 'n':
+                        o->count = size_arg("-n", optarg, 1, UINT64_MAX / 2);
+                        count_given = true;
+                        break;
+                case 'w':
+                        o->duration_s = seconds_arg("-w", optarg);
+                        break;
+                case 'r':
+                        o->repeat = (unsigned)size_arg("-r", optarg, 1, 1000000);
+                        break;
+                case '1':
+                        o->workers = 1;
+                        break;
+                case 'q':
+                        o->streams = (unsigned)size_arg("-q", optarg, 1, DS_BLAST_MAX_STREAMS);
+                        break;
+                case 'R':
+                        if (ds_rate_parse(optarg, &o->rate_bps) < 0 || o->rate_bps <= 0)
+                                errx(2, "-R: '%s' is not a rate in bits/s (try 500M, 2G)", optarg);
+                        break;
+                case 'i':
+                        o->report.interval_s = seconds_arg("-i", optarg);
+                        break;
+                case 'f':
+                        if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
+                                errx(2, "-f: '%s' is not one of k K m M g G a", optarg);
+                        o->report.unit = optarg[0];
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                default:
+                        parse_long(c, optarg, o);
+                }
+        }
+        if (optind != argc - 1)
+                errx(2, "expected one DEST (the sink's host, or its MAC with -x raw); see -h");
+        o->where.host = argv[optind];
+        o->link = ds_link_find(link);
+        if (!o->link)
+                errx(2, "-x: '%s' is not a link this build knows (%s)", link, ds_link_names());
+        if (strcmp(link, "raw") == 0 && !o->where.iface)
+                errx(2, "-x raw needs -d IFACE");
+        if (count_given && o->duration_s > 0)
+                errx(2, "-n and -w are exclusive: send a count or for a time");
+        if (o->op != DS_OP_DEFAULT && strcmp(link, "verbs") != 0)
+                errx(2, "--op is for -x verbs only");
+        if (!count_given && o->duration_s <= 0) {
+                o->count = (1ull << 30) / o->msg_size;
+                if (o->count < 16)
+                        o->count = 16;
+        }
+}
+
+int main(int argc, char **argv)
+{
+        struct ds_blast_options o = {
+            .where = {.port = 5050},
+            .msg_size = 64 << 10,
+            .repeat = 1,
+            .workers = 2,
+            .streams = 1,
+            .flow = DS_FLOW_CREDIT,
+        };
+        parse(argc, argv, &o);
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        struct ds_error err = {{0}};
+        if (ds_blast_run(&o, &stop_requested, &err) < 0)
+                errx(1, "%s", err.text);
+        return 0;
+}

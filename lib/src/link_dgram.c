@@ -1,0 +1,124 @@
+/* Frames to messages and back, for the datagram links (udp, raw). */
+#include "link_dgram.h"
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/pool.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+int ds_dgram_prepare(struct ds_dgram *d, uint32_t msg_size, struct ds_error *err)
+{
+        d->msg_size = msg_size;
+        return ds_pool_create(&d->train_pool, msg_size, ds_link_rx_buffers(msg_size), 0, err);
+}
+
+void ds_dgram_free(struct ds_dgram *d)
+{
+        if (d->train_pool)
+                ds_pool_destroy(d->train_pool);
+        d->train_pool = NULL;
+}
+
+/* One fragment of a train. Frames of one stream arrive in order, so a fragment that is
+ * not the next expected means some were lost: the message is given up (the sequence
+ * check then counts it lost, fragments_lost counts it here once) and the rest of its
+ * train skipped. The reassembly buffer stays with the link until a train completes. */
+static enum ds_dgram_verdict train_take(struct ds_dgram *d, const struct ds_wire_hdr *h,
+                                        const uint8_t *payload, struct ds_msg *msg)
+{
+        if (h->frag_off == 0) {
+                if (d->train_active)
+                        d->link->stats.fragments_lost++; /* its tail never came */
+                if (!d->train_buf && !(d->train_buf = ds_pool_get(d->train_pool)))
+                        return DS_DGRAM_FULL;
+                d->train_active = true;
+                d->train_seq = h->seq;
+                d->train_next = 0;
+        } else if (!d->train_active || h->seq != d->train_seq || h->frag_off != d->train_next) {
+                bool counted = !d->train_active && h->seq == d->train_seq && d->train_skip;
+                if (!counted)
+                        d->link->stats.fragments_lost++;
+                d->train_active = false;
+                d->train_skip = true;
+                d->train_seq = h->seq;
+                return DS_DGRAM_NONE;
+        }
+        /* one copy: fragments are gathered into one buffer */
+        memcpy(d->train_buf + h->frag_off, payload, h->frag_len);
+        d->link->stats.bytes_copied += h->frag_len;
+        d->train_next = h->frag_off + h->frag_len;
+        if (d->train_next < h->msg_len)
+                return DS_DGRAM_NONE;
+        *msg = (struct ds_msg){
+            .buf = d->train_buf, .len = h->msg_len, .kind = DS_MSG_DATA, .seq = h->seq};
+        d->train_buf = NULL;
+        d->train_active = false;
+        d->train_skip = false;
+        return DS_DGRAM_OWNED;
+}
+
+enum ds_dgram_verdict ds_dgram_take(struct ds_dgram *d, const uint8_t *frame, size_t len,
+                                    struct ds_msg *msg)
+{
+        struct ds_wire_hdr h;
+        enum ds_wire_reject bad = ds_wire_parse(frame, len, d->msg_size, 0, &h);
+        if (bad == DS_WIRE_OK && h.session != d->session)
+                bad = DS_WIRE_SESSION_BAD;
+        if (bad == DS_WIRE_OK && h.type == DS_WIRE_DATA && h.msg_len != d->msg_size)
+                bad = DS_WIRE_TOO_BIG; /* every message of a run has the negotiated size */
+        if (bad != DS_WIRE_OK) {
+                d->link->stats.malformed[bad]++;
+                return DS_DGRAM_NONE;
+        }
+        d->link->stats.frames_received++;
+        const uint8_t *payload = frame + DS_WIRE_HDR_LEN;
+        if (h.type != DS_WIRE_DATA)
+                return ds_ctl_ring_take(&d->ctl, &h, payload, msg) == 0 ? DS_DGRAM_OWNED
+                                                                        : DS_DGRAM_FULL;
+        if (h.frag_off == 0 && h.frag_len == h.msg_len) {
+                *msg = (struct ds_msg){
+                    .buf = (void *)payload, .len = h.msg_len, .kind = DS_MSG_DATA, .seq = h.seq};
+                return DS_DGRAM_INPLACE;
+        }
+        return train_take(d, &h, payload, msg);
+}
+
+void ds_dgram_release(struct ds_dgram *d, const struct ds_msg *msg)
+{
+        if (msg->kind == DS_MSG_CTL)
+                ds_ctl_ring_release(&d->ctl);
+        else
+                ds_pool_put(d->train_pool, msg->buf);
+}
+
+unsigned ds_dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
+                      uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max)
+{
+        unsigned n = 0;
+        while (n < max && *off < m->len) {
+                uint32_t len = m->len - *off < frag_max ? m->len - *off : frag_max;
+                struct ds_wire_hdr h = {.type = DS_WIRE_DATA,
+                                        .session = session,
+                                        .seq = m->seq,
+                                        .msg_len = m->len,
+                                        .frag_off = *off,
+                                        .frag_len = len};
+                ds_wire_encode(hdrs[n], &h);
+                payload[n] = (struct iovec){(uint8_t *)m->buf + *off, len};
+                *off += len;
+                n++;
+        }
+        return n;
+}
+
+uint32_t ds_dgram_session(void)
+{
+        uint32_t s;
+        if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s))
+                s = (uint32_t)(ds_now_ns() ^ ((uint64_t)getpid() << 20));
+        return s ? s : 1;
+}

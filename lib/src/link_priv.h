@@ -1,0 +1,54 @@
+/* Pieces the link backends share; not part of the public interface. */
+#ifndef DRAGSTRIP_LINK_PRIV_H
+#define DRAGSTRIP_LINK_PRIV_H
+
+#include <dragstrip/link.h>
+#include <dragstrip/wire.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* Received control payloads, copied out of the transport (they are small and rare) and
+ * handed out by recv() until released, oldest first. */
+#define DS_CTL_SLOTS 8
+
+struct ds_ctl_ring {
+        uint8_t slot[DS_CTL_SLOTS][DS_WIRE_CTL_MAX];
+        unsigned head; /* next to fill */
+        unsigned tail; /* next to release */
+};
+
+/* Copies a control payload into the next slot and describes it in msg. Returns 0, or
+ * -1 when every slot is still out (the caller stops its batch there). */
+static inline int ds_ctl_ring_take(struct ds_ctl_ring *ring, const struct ds_wire_hdr *hdr,
+                                   const void *payload, struct ds_msg *msg)
+{
+        if (ring->head - ring->tail >= DS_CTL_SLOTS || hdr->frag_len > DS_WIRE_CTL_MAX)
+                return -1;
+        uint8_t *slot = ring->slot[ring->head++ % DS_CTL_SLOTS];
+        memcpy(slot, payload, hdr->frag_len);
+        *msg = (struct ds_msg){
+            .buf = slot, .len = hdr->frag_len, .kind = DS_MSG_CTL, .ctl_type = hdr->type};
+        return 0;
+}
+
+static inline int ds_ctl_ring_full(const struct ds_ctl_ring *ring)
+{
+        return ring->head - ring->tail >= DS_CTL_SLOTS;
+}
+
+static inline void ds_ctl_ring_release(struct ds_ctl_ring *ring)
+{
+        if (ring->tail != ring->head)
+                ring->tail++;
+}
+
+/* Waits until fd is readable (POLLIN) for at most timeout_ms (negative: forever).
+ * Returns 1, 0 on timeout, or a negative errno. */
+int ds_link_poll_in(int fd, int timeout_ms);
+
+/* How many receive buffers of msg_size a backend keeps: enough to overlap, bounded so
+ * large messages do not take gigabytes. */
+unsigned ds_link_rx_buffers(uint32_t msg_size);
+
+#endif

@@ -1,0 +1,135 @@
+/* sink: receive what blast sends, check it and report, run after run. */
+#include <dragstrip/blast.h>
+#include <dragstrip/error.h>
+#include <dragstrip/net.h>
+#include <dragstrip/size.h>
+
+#include <err.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "usage: sink [options]\n"
+                "  -x LINK         %s (default tcp)\n"
+                "  -d IFACE        interface for raw\n"
+                "  -p PORT         port to listen on (default 5050)\n"
+                "  -B ADDR         address to listen on (default: all)\n"
+                "  --once          serve one run, then exit (status 1 if it was cut short)\n"
+                "  --idle SEC      give up on a silent blast after SEC (default 3)\n"
+                "  --pcap FILE     raw: write every frame received to FILE\n"
+                "  --events        verbs: sleep on completion events\n"
+                "  -i SEC          interval reports\n"
+                "  -f UNIT         rate unit k K m M g G (default MB/s and Gbit/s)\n"
+                "  --json          one JSON object per run\n"
+                "  -h, --help      this text;  --version\n"
+                "Message size, count, --verify and flow control come from blast.\n",
+                ds_link_names());
+}
+
+enum { OPT_ONCE = 256, OPT_IDLE, OPT_PCAP, OPT_EVENTS, OPT_JSON, OPT_VERSION };
+
+static const struct option long_options[] = {
+    {"once", no_argument, NULL, OPT_ONCE},       {"idle", required_argument, NULL, OPT_IDLE},
+    {"pcap", required_argument, NULL, OPT_PCAP}, {"events", no_argument, NULL, OPT_EVENTS},
+    {"json", no_argument, NULL, OPT_JSON},       {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+};
+
+static double seconds_arg(const char *opt, const char *arg)
+{
+        double s;
+        if (ds_duration_parse(arg, &s) < 0)
+                errx(2, "%s: '%s' is not a duration (try 10, 0.5, 200ms)", opt, arg);
+        return s;
+}
+
+static void parse(int argc, char **argv, struct ds_sink_options *o)
+{
+        const char *link = "tcp";
+        int c;
+        while ((c = getopt_long(argc, argv, "x:d:p:B:i:f:h", long_options, NULL)) != -1) {
+                switch (c) {
+                case 'x':
+                        link = optarg;
+                        break;
+                case 'd':
+                        o->where.iface = optarg;
+                        break;
+                case 'p':
+                        if (ds_port_parse(optarg, &o->where.port) < 0)
+                                errx(2, "-p: '%s' is not a port (1-65535)", optarg);
+                        break;
+                case 'B':
+                        o->where.host = optarg;
+                        break;
+                case 'i':
+                        o->report.interval_s = seconds_arg("-i", optarg);
+                        break;
+                case 'f':
+                        if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
+                                errx(2, "-f: '%s' is not one of k K m M g G a", optarg);
+                        o->report.unit = optarg[0];
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                case OPT_ONCE:
+                        o->once = true;
+                        break;
+                case OPT_IDLE:
+                        o->idle_ms = (int)(seconds_arg("--idle", optarg) * 1000);
+                        break;
+                case OPT_PCAP:
+                        o->where.pcap_path = optarg;
+                        break;
+                case OPT_EVENTS:
+                        o->where.events = true;
+                        break;
+                case OPT_JSON:
+                        o->report.json = true;
+                        break;
+                case OPT_VERSION:
+                        printf("sink %s\n", DS_VERSION);
+                        exit(0);
+                default:
+                        usage(stderr);
+                        exit(2);
+                }
+        }
+        if (optind != argc)
+                errx(2, "unexpected argument '%s': sink takes options only; see -h", argv[optind]);
+        o->link = ds_link_find(link);
+        if (!o->link)
+                errx(2, "-x: '%s' is not a link this build knows (%s)", link, ds_link_names());
+        if (strcmp(link, "raw") == 0 && !o->where.iface)
+                errx(2, "-x raw needs -d IFACE");
+        if (o->where.pcap_path && strcmp(link, "raw") != 0)
+                errx(2, "--pcap is for -x raw only");
+}
+
+int main(int argc, char **argv)
+{
+        struct ds_sink_options o = {.where = {.port = 5050}, .idle_ms = 3000};
+        parse(argc, argv, &o);
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        struct ds_error err = {{0}};
+        if (ds_sink_serve(&o, &stop_requested, &err) < 0)
+                errx(1, "%s", err.text);
+        return 0;
+}

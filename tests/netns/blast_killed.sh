@@ -1,0 +1,22 @@
+# blast_killed.sh LINK MTU: a blast killed mid-run. sink reports the run as aborted with
+# what arrived (all of it checked), within its --idle time, and serves the next blast.
+source "$(dirname "$0")/lib.sh"
+link=$1
+net_up "$2"
+sink_start "$link" sink --idle 1
+blast_run "$link" blast1 -w 30 -l 16K --verify &
+bpid=$!
+sleep 0.7
+# blast is the only process in its namespace (`ip netns exec` exec()s it)
+kill -9 "$(ip netns pids "$NS_B")"
+wait $bpid 2>/dev/null || true
+wait_for "$WORK/sink.out" 1 5
+expect "aborted" "$(field "$WORK/sink.out" 1 .aborted)" true
+got=$(field "$WORK/sink.out" 1 .messages)
+[ "$got" -gt 0 ] || fail "the killed blast delivered nothing"
+expect "dup, corrupt, malformed" "$(field "$WORK/sink.out" 1 '.errors.dup + .errors.corrupt + .errors.malformed')" 0
+blast_run "$link" blast2 -n 500 -l 16K --verify || fail "next blast: $(cat "$WORK/blast2.err")"
+wait_for "$WORK/sink.out" 2 10
+expect "next run" "$(field "$WORK/sink.out" 2 .messages)" 500
+expect "next run aborted" "$(field "$WORK/sink.out" 2 .aborted)" false
+echo "PASS blast_killed $link mtu $2 ($got messages before the kill)"
