@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The demo: what this machine moves over loopback, measured by dragstrip's own tools.
+# DS_BIN points at the built tools (./dragstrip demo sets it).
+set -euo pipefail
+bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+seconds=${DS_DEMO_SECONDS:-2}
+port=${DS_DEMO_PORT:-15001}
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# print_row NAME LEN: the table row from the receiver's and sender's --json results.
+print_row() {
+	local mb gbit cpu_per_gb
+	read -r mb gbit cpu_per_gb < <(jq -r --slurpfile t "$work/t.json" \
+		'[.MB_per_s, .Gbit_per_s,
+		  ($t[0].cpu_user_s + $t[0].cpu_sys_s + .cpu_user_s + .cpu_sys_s) / (.bytes / 1e9)]
+		 | @tsv' "$work/r.json")
+	printf '%-10s %-7s %8.0f MB/s %7.2f Gbit/s %8.3f CPU s/GB\n' "$1" "$2" \
+		"$mb" "$gbit" "$cpu_per_gb"
+}
+
+# run_pair NAME LEN RECEIVER... -- SENDER...: one receiver and one sender, then the row.
+run_pair() {
+	local name=$1 len=$2 receiver_cmd=()
+	shift 2
+	while [ "$1" != -- ]; do
+		receiver_cmd+=("$1")
+		shift
+	done
+	shift
+	"${receiver_cmd[@]}" >"$work/r.json" 2>"$work/r.err" &
+	local receiver=$!
+	sleep 0.3
+	"$@" >"$work/t.json" 2>"$work/t.err" || { cat "$work/t.err" >&2; return 1; }
+	wait "$receiver" || { cat "$work/r.err" >&2; return 1; }
+	print_row "$name" "$len"
+	port=$((port + 1))
+}
+
+printf 'dragstrip demo: loopback on %s, %s s per run (receiver-side figures)\n\n' \
+	"$(hostname)" "$seconds"
+printf '%-10s %-7s %13s %14s %17s\n' tool size throughput "" "CPU, both ends"
+for len in 8K 64K 1M; do
+	run_pair "ttcp tcp" "$len" "$bin/ttcp" -r -s -l "$len" -p "$port" --json -- \
+		"$bin/ttcp" -t -s -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
+done
+for len in 64K 1M; do
+	run_pair "blast tcp" "$len" "$bin/sink" -x tcp -p "$port" --once --json -- \
+		"$bin/blast" -x tcp -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
+done
