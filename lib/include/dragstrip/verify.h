@@ -1,11 +1,11 @@
 /* The --verify message pattern (sequence accounting is seqtrack.h).
  *
- * A verified message is a fixed pseudo-random byte pattern (the same for every message
- * of a given length) with an 8-byte stamp at the start of every 4 KiB page: the message
- * number mixed with the page number. The sender fills each pool buffer once and then only
- * restamps it, so --verify costs the sender a few stores per page; the receiver compares
- * the stamps and the rest against a reference copy (memcmp, the fastest check there is),
- * which catches damaged bytes, short messages, stale buffers and pages out of place. */
+ * A verified message is a fixed pseudo-random 4 KiB page of bytes, repeated, with an
+ * 8-byte stamp at the start of every page: the message number mixed with the page number. The
+ * sender fills each pool buffer once and then only restamps it, so --verify costs the sender a few
+ * stores per page; the receiver compares the stamps and the rest against the reference page
+ * (memcmp, the fastest check there is), which catches damaged bytes, short messages, stale buffers
+ * and pages out of place. */
 #ifndef DRAGSTRIP_VERIFY_H
 #define DRAGSTRIP_VERIFY_H
 
@@ -18,7 +18,7 @@ struct ds_error;
 #define DS_PATTERN_PAGE 4096u
 
 struct ds_pattern {
-        uint8_t *ref; /* msg_len bytes of pattern, stamps left as pattern */
+        uint8_t *ref; /* one page of pattern (less for shorter messages), no stamp */
         uint32_t msg_len;
 };
 
