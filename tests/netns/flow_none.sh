@@ -6,9 +6,10 @@ link=$1
 net_up "$2"
 sink_start "$link" sink
 count=20000
-blast_run "$link" blast -n $count -l 16K --flow none --timeout 10 &
+blast_run "$link" blast -n $count -l 16K --flow none --timeout 10 -i 0.05 &
 bpid=$!
-sleep 0.2
+# Stop the sink once data flows: stopped during the hello, it would only delay the run.
+wait_for "$WORK/blast.out" 1 20
 kill -STOP "$SINK_PID"
 sleep 1
 kill -CONT "$SINK_PID"
@@ -17,7 +18,7 @@ wait_for "$WORK/sink.out" 1 10
 got=$(field "$WORK/sink.out" 1 .messages)
 lost=$(field "$WORK/sink.out" 1 .errors.lost)
 expect "received + lost" $((got + lost)) $count
-expect "blast's view of lost" "$(field "$WORK/blast.out" 1 .sink.errors.lost)" "$lost"
+expect "blast's view of lost" "$(field "$WORK/blast.out" '$' .sink.errors.lost)" "$lost"
 expect "dup + corrupt + malformed" "$(field "$WORK/sink.out" 1 '.errors.dup + .errors.corrupt + .errors.malformed')" 0
 if [ "$link" = tcp ]; then
 	expect "tcp lost" "$lost" 0

@@ -93,7 +93,7 @@ wait_for() {
 	fail "waited $3 s for $2 line(s) in $1"
 }
 
-# field FILE LINE JQ: a field of the LINE-th JSON object in FILE.
+# field FILE LINE JQ: a field of the LINE-th JSON object in FILE (LINE $: the last).
 field() {
 	sed -n "$2p" "$1" | jq -r "$3"
 }
