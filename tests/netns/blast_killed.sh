@@ -4,9 +4,9 @@ source "$(dirname "$0")/lib.sh"
 link=$1
 net_up "$2"
 sink_start "$link" sink --idle 1
-blast_run "$link" blast1 -w 30 -l 16K --verify &
+blast_run "$link" blast1 -w 30 -l 16K --verify -i 0.2 &
 bpid=$!
-sleep 0.7
+wait_for "$WORK/blast1.out" 1 20 # data flows
 # blast is the only process in its namespace (`ip netns exec` exec()s it)
 kill -9 "$(ip netns pids "$NS_B")"
 wait $bpid 2>/dev/null || true
