@@ -110,7 +110,7 @@ static void parse_long(int c, const char *arg, struct ds_blast_options *o)
                 o->report.json = true;
                 break;
         case OPT_VERSION:
-                printf("blast %s\n", DS_VERSION);
+                printf("blast (dragstrip) %s\n", DS_VERSION);
                 exit(0);
         default:
                 usage(stderr);

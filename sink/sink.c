@@ -102,7 +102,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->report.json = true;
                         break;
                 case OPT_VERSION:
-                        printf("sink %s\n", DS_VERSION);
+                        printf("sink (dragstrip) %s\n", DS_VERSION);
                         exit(0);
                 default:
                         usage(stderr);
