@@ -35,13 +35,13 @@ struct ds_live_segment {
         uint32_t magic;
         uint32_t version;
         int32_t pid;
-        _Atomic uint32_t state;     /* enum ds_live_state */
-        char tool[16];              /* "ttcp", "blast", ... */
-        char role[16];              /* "send", "recv" */
-        char link[16];              /* "tcp", "udp", "raw", "verbs", "disk" */
-        char peer[64];              /* who is at the other end, if known */
-        uint64_t msg_size;          /* bytes per message or I/O */
-        uint64_t start_ns;          /* CLOCK_MONOTONIC when the transfer began */
+        _Atomic uint32_t state; /* enum ds_live_state */
+        char tool[16];          /* "ttcp", "blast", ... */
+        char role[16];          /* "send", "recv" */
+        char link[16];          /* "tcp", "udp", "raw", "verbs", "disk" */
+        char peer[64];          /* who is at the other end, if known */
+        uint64_t msg_size;      /* bytes per message or I/O */
+        uint64_t start_ns;      /* CLOCK_MONOTONIC when the transfer began */
         _Atomic uint64_t messages;
         _Atomic uint64_t bytes;
         _Atomic uint64_t faults[DS_FAULT_COUNT];

@@ -26,8 +26,7 @@ int ds_net_connect(const char *host, uint16_t port, int socktype, int timeout_ms
 
 /* Accepts one connection, waiting at most timeout_ms (negative: forever). Returns the
  * descriptor, -ETIMEDOUT, or a negative errno. The peer's address is written to peer. */
-int ds_net_accept(int listen_fd, int timeout_ms, char *peer, size_t peer_len,
-                  struct ds_error *err);
+int ds_net_accept(int listen_fd, int timeout_ms, char *peer, size_t peer_len, struct ds_error *err);
 
 /* Sets SO_SNDBUF and SO_RCVBUF (bytes > 0). Returns 0 or a negative errno. */
 int ds_net_set_buffers(int fd, int bytes, struct ds_error *err);
