@@ -1,5 +1,6 @@
 /* blast: send fixed-length messages over a link as fast as it allows. */
 #include <dragstrip/blast.h>
+#include <dragstrip/cli.h>
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
@@ -47,23 +48,6 @@ static void usage(FILE *out)
                 ds_link_names());
 }
 
-static uint64_t size_arg(const char *opt, const char *arg, uint64_t min, uint64_t max)
-{
-        uint64_t v;
-        if (ds_size_parse(arg, min, max, &v) < 0)
-                errx(2, "%s: '%s' is not a size between %llu and %llu (try 64K, 2M)", opt, arg,
-                     (unsigned long long)min, (unsigned long long)max);
-        return v;
-}
-
-static double seconds_arg(const char *opt, const char *arg)
-{
-        double s;
-        if (ds_duration_parse(arg, &s) < 0)
-                errx(2, "%s: '%s' is not a duration (try 10, 0.5, 200ms)", opt, arg);
-        return s;
-}
-
 enum {
         OPT_VERIFY = 256,
         OPT_FLOW,
@@ -83,7 +67,7 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
 };
 
-static void parse_long(int c, const char *arg, struct ds_blast_options *o)
+static void parse_long(int c, const char *arg, char **argv, struct ds_blast_options *o)
 {
         switch (c) {
         case OPT_VERIFY:
@@ -98,13 +82,13 @@ static void parse_long(int c, const char *arg, struct ds_blast_options *o)
                         errx(2, "--op: '%s' is not write, send or read", arg);
                 break;
         case OPT_WINDOW:
-                o->window = (uint32_t)size_arg("--window", arg, 1, 1u << 20);
+                o->window = (uint32_t)ds_cli_size("--window", arg, 1, 1u << 20);
                 break;
         case OPT_EVENTS:
                 o->where.events = true;
                 break;
         case OPT_TIMEOUT:
-                o->where.timeout_ms = (int)(seconds_arg("--timeout", arg) * 1000);
+                o->where.timeout_ms = (int)(ds_cli_seconds("--timeout", arg) * 1000);
                 break;
         case OPT_JSON:
                 o->report.json = true;
@@ -113,8 +97,7 @@ static void parse_long(int c, const char *arg, struct ds_blast_options *o)
                 printf("blast (dragstrip) %s\n", DS_VERSION);
                 exit(0);
         default:
-                usage(stderr);
-                exit(2);
+                ds_cli_bad_option("blast", argv, c);
         }
 }
 
@@ -123,7 +106,8 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         const char *link = "tcp";
         bool count_given = false;
         int c;
-        while ((c = getopt_long(argc, argv, "x:d:p:l:n:w:r:1q:R:i:f:h", long_options, NULL)) !=
+        opterr = 0; /* one line of our own instead of getopt's and the usage */
+        while ((c = getopt_long(argc, argv, ":x:d:p:l:n:w:r:1q:R:i:f:h", long_options, NULL)) !=
                -1) {
                 switch (c) {
                 case 'x':
@@ -137,30 +121,30 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                                 errx(2, "-p: '%s' is not a port (1-65535)", optarg);
                         break;
                 case 'l':
-                        o->msg_size = (uint32_t)size_arg("-l", optarg, 64, 1u << 30);
+                        o->msg_size = (uint32_t)ds_cli_size("-l", optarg, 64, 1u << 30);
                         break;
                 case 'n':
-                        o->count = size_arg("-n", optarg, 1, UINT64_MAX / 2);
+                        o->count = ds_cli_size("-n", optarg, 1, UINT64_MAX / 2);
                         count_given = true;
                         break;
                 case 'w':
-                        o->duration_s = seconds_arg("-w", optarg);
+                        o->duration_s = ds_cli_seconds("-w", optarg);
                         break;
                 case 'r':
-                        o->repeat = (unsigned)size_arg("-r", optarg, 1, 1000000);
+                        o->repeat = (unsigned)ds_cli_size("-r", optarg, 1, 1000000);
                         break;
                 case '1':
                         o->workers = 1;
                         break;
                 case 'q':
-                        o->streams = (unsigned)size_arg("-q", optarg, 1, DS_BLAST_MAX_STREAMS);
+                        o->streams = (unsigned)ds_cli_size("-q", optarg, 1, DS_BLAST_MAX_STREAMS);
                         break;
                 case 'R':
                         if (ds_rate_parse(optarg, &o->rate_bps) < 0 || o->rate_bps <= 0)
                                 errx(2, "-R: '%s' is not a rate in bits/s (try 500M, 2G)", optarg);
                         break;
                 case 'i':
-                        o->report.interval_s = seconds_arg("-i", optarg);
+                        o->report.interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'f':
                         if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
@@ -171,7 +155,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                         usage(stdout);
                         exit(0);
                 default:
-                        parse_long(c, optarg, o);
+                        parse_long(c, optarg, argv, o);
                 }
         }
         if (optind != argc - 1)
@@ -204,10 +188,7 @@ int main(int argc, char **argv)
             .flow = DS_FLOW_CREDIT,
         };
         parse(argc, argv, &o);
-        struct sigaction sa = {.sa_handler = on_signal};
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        ds_cli_catch_stop(on_signal);
         struct ds_error err = {{0}};
         if (ds_blast_run(&o, &stop_requested, &err) < 0)
                 errx(1, "%s", err.text);

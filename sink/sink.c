@@ -1,5 +1,6 @@
 /* sink: receive what blast sends, check it and report, run after run. */
 #include <dragstrip/blast.h>
+#include <dragstrip/cli.h>
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
@@ -48,19 +49,12 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
 };
 
-static double seconds_arg(const char *opt, const char *arg)
-{
-        double s;
-        if (ds_duration_parse(arg, &s) < 0)
-                errx(2, "%s: '%s' is not a duration (try 10, 0.5, 200ms)", opt, arg);
-        return s;
-}
-
 static void parse(int argc, char **argv, struct ds_sink_options *o)
 {
         const char *link = "tcp";
         int c;
-        while ((c = getopt_long(argc, argv, "x:d:p:B:i:f:h", long_options, NULL)) != -1) {
+        opterr = 0; /* one line of our own instead of getopt's and the usage */
+        while ((c = getopt_long(argc, argv, ":x:d:p:B:i:f:h", long_options, NULL)) != -1) {
                 switch (c) {
                 case 'x':
                         link = optarg;
@@ -76,7 +70,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->where.host = optarg;
                         break;
                 case 'i':
-                        o->report.interval_s = seconds_arg("-i", optarg);
+                        o->report.interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'f':
                         if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
@@ -90,7 +84,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->once = true;
                         break;
                 case OPT_IDLE:
-                        o->idle_ms = (int)(seconds_arg("--idle", optarg) * 1000);
+                        o->idle_ms = (int)(ds_cli_seconds("--idle", optarg) * 1000);
                         break;
                 case OPT_PCAP:
                         o->where.pcap_path = optarg;
@@ -105,8 +99,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         printf("sink (dragstrip) %s\n", DS_VERSION);
                         exit(0);
                 default:
-                        usage(stderr);
-                        exit(2);
+                        ds_cli_bad_option("sink", argv, c);
                 }
         }
         if (optind != argc)
@@ -124,10 +117,7 @@ int main(int argc, char **argv)
 {
         struct ds_sink_options o = {.where = {.port = 5050}, .idle_ms = 3000};
         parse(argc, argv, &o);
-        struct sigaction sa = {.sa_handler = on_signal};
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        ds_cli_catch_stop(on_signal);
         struct ds_error err = {{0}};
         if (ds_sink_serve(&o, &stop_requested, &err) < 0)
                 errx(1, "%s", err.text);

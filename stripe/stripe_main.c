@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dragstrip/cli.h>
 #include <dragstrip/error.h>
 #include <dragstrip/size.h>
 
@@ -50,15 +51,6 @@ static void on_signal(int sig)
         cmd_interrupted = 1;
 }
 
-static uint64_t parse_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
-{
-        uint64_t value;
-
-        if (ds_size_parse(arg, min, max, &value) != 0)
-                errx(2, "%s: '%s' is not a size in range (try 64K, 1M, 1G)", opt, arg);
-        return value;
-}
-
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = {
@@ -69,7 +61,6 @@ int main(int argc, char **argv)
             {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0}};
         struct stripe_cmd cmd = {.size = 256ull << 20};
         const struct subcommand *sub = NULL;
-        struct sigaction sa = {.sa_handler = on_signal};
         int opt;
 
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
@@ -113,12 +104,13 @@ int main(int argc, char **argv)
                         cmd.force = true;
                         break;
                 case 'u':
-                        cmd.unit = parse_size("-u", optarg, DS_STRIPE_MIN_UNIT, DS_STRIPE_MAX_UNIT);
+                        cmd.unit =
+                            ds_cli_size("-u", optarg, DS_STRIPE_MIN_UNIT, DS_STRIPE_MAX_UNIT);
                         if (cmd.unit % DS_STRIPE_MIN_UNIT != 0)
                                 errx(2, "-u: '%s' is not a multiple of 4K", optarg);
                         break;
                 case 's':
-                        cmd.size = parse_size("-s", optarg, 1, DS_STRIPE_MAX_SIZE);
+                        cmd.size = ds_cli_size("-s", optarg, 1, DS_STRIPE_MAX_SIZE);
                         break;
                 case 'h':
                         usage(stdout);
@@ -136,9 +128,7 @@ int main(int argc, char **argv)
         if (cmd.nargs < sub->min_args || cmd.nargs > sub->max_args) {
                 errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
         }
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        ds_cli_catch_stop(on_signal);
         return sub->run(&cmd);
 }
 

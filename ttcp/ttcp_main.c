@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dragstrip/cli.h>
 #include <dragstrip/report.h>
 #include <dragstrip/size.h>
 #include <dragstrip/net.h>
@@ -81,42 +82,6 @@ static void usage(FILE *to)
                     "Host may be a name, an IPv4 or an IPv6 address.\n");
 }
 
-static uint64_t parse_size_arg(char flag, const char *arg, uint64_t min, uint64_t max)
-{
-        uint64_t value;
-        char lo[16], hi[16];
-
-        switch (ds_size_parse(arg, min, max, &value)) {
-        case 0:
-                return value;
-        case -ERANGE:
-                errx(1, "-%c: '%s' is out of range (%s to %s)", flag, arg,
-                     ds_size_format(lo, sizeof lo, min), ds_size_format(hi, sizeof hi, max));
-        default:
-                errx(1, "-%c: '%s' is not a size (try 64K, 1M)", flag, arg);
-        }
-}
-
-static double parse_seconds_arg(const char *flag, const char *arg)
-{
-        double seconds;
-
-        if (ds_duration_parse(arg, &seconds) != 0)
-                errx(1, "%s: '%s' is not a duration in seconds (try 10, 0.5)", flag, arg);
-        return seconds;
-}
-
-/* The option getopt just refused: the letter for a short one, the word for a long one. */
-static const char *offending_option(char **argv)
-{
-        static char letter[3] = "-?";
-
-        if (optopt == 0)
-                return argv[optind - 1];
-        letter[1] = (char)optopt;
-        return letter;
-}
-
 static void parse_options(int argc, char **argv, struct ttcp_options *opt)
 {
         bool transmit = false, receive = false;
@@ -147,30 +112,30 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->udp = true;
                         break;
                 case 'l':
-                        opt->buf_len = parse_size_arg('l', optarg, 1, 1ULL << 30);
+                        opt->buf_len = ds_cli_size("-l", optarg, 1, 1ULL << 30);
                         break;
                 case 'n':
-                        opt->nbuf = parse_size_arg('n', optarg, 1, UINT64_MAX);
+                        opt->nbuf = ds_cli_size("-n", optarg, 1, UINT64_MAX);
                         break;
                 case 'b':
-                        opt->sockbuf = (int)parse_size_arg('b', optarg, 1, 1ULL << 30);
+                        opt->sockbuf = (int)ds_cli_size("-b", optarg, 1, 1ULL << 30);
                         break;
                 case 'p':
                         if (ds_port_parse(optarg, &opt->port) != 0)
-                                errx(1, "-p: '%s' is not a port (1 to 65535)", optarg);
+                                errx(2, "-p: '%s' is not a port (1 to 65535)", optarg);
                         break;
                 case 'D':
                         opt->nodelay = true;
                         break;
                 case 'A':
-                        opt->align = parse_size_arg('A', optarg, 1, 1 << 24);
+                        opt->align = ds_cli_size("-A", optarg, 1, 1 << 24);
                         break;
                 case 'O':
-                        opt->offset = parse_size_arg('O', optarg, 0, 1 << 24);
+                        opt->offset = ds_cli_size("-O", optarg, 0, 1 << 24);
                         break;
                 case 'f':
                         if (strlen(optarg) != 1 || ds_rate_unit_check(optarg[0]) != 0)
-                                errx(1, "-f: '%s' is not a unit (one of k K m M g G a)", optarg);
+                                errx(2, "-f: '%s' is not a unit (one of k K m M g G a)", optarg);
                         opt->unit = optarg[0];
                         break;
                 case 'T':
@@ -183,17 +148,17 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->so_debug = true;
                         break;
                 case 'P':
-                        opt->streams = (unsigned)parse_size_arg('P', optarg, 1, TTCP_MAX_STREAMS);
+                        opt->streams = (unsigned)ds_cli_size("-P", optarg, 1, TTCP_MAX_STREAMS);
                         break;
                 case 'w':
-                        opt->duration_s = parse_seconds_arg("-w", optarg);
+                        opt->duration_s = ds_cli_seconds("-w", optarg);
                         break;
                 case 'i':
-                        opt->interval_s = parse_seconds_arg("-i", optarg);
+                        opt->interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'R':
                         if (ds_rate_parse(optarg, &opt->rate_bps) != 0)
-                                errx(1, "-R: '%s' is not a rate in bits/s (try 2G, 500M)", optarg);
+                                errx(2, "-R: '%s' is not a rate in bits/s (try 2G, 500M)", optarg);
                         break;
                 case OPT_ZEROCOPY:
                         opt->zerocopy = true;
@@ -205,7 +170,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->json = true;
                         break;
                 case OPT_TIMEOUT:
-                        opt->timeout_s = parse_seconds_arg("--timeout", optarg);
+                        opt->timeout_s = ds_cli_seconds("--timeout", optarg);
                         break;
                 case 'h':
                         usage(stdout);
@@ -213,21 +178,19 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                 case OPT_VERSION:
                         printf("ttcp (dragstrip) %s\n", DS_VERSION);
                         exit(0);
-                case ':':
-                        errx(1, "%s needs a value (try 'ttcp --help')", offending_option(argv));
                 default:
-                        errx(1, "unknown option '%s' (try 'ttcp --help')", offending_option(argv));
+                        ds_cli_bad_option("ttcp", argv, c);
                 }
         }
         if (transmit == receive)
-                errx(1, "say -t host to transmit or -r to receive (try 'ttcp --help')");
+                errx(2, "say -t host to transmit or -r to receive (try 'ttcp --help')");
         opt->transmit = transmit;
         if (transmit) {
                 if (optind != argc - 1)
-                        errx(1, "-t needs exactly one host to send to");
+                        errx(2, "-t needs exactly one host to send to");
                 opt->host = argv[optind];
         } else if (optind != argc) {
-                errx(1, "-r takes no host ('%s' is extra)", argv[optind]);
+                errx(2, "-r takes no host ('%s' is extra)", argv[optind]);
         }
 }
 
@@ -235,39 +198,28 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
 static void check_options(const struct ttcp_options *opt)
 {
         if (opt->streams > 1 && opt->udp)
-                errx(1, "-P: parallel streams are TCP only");
+                errx(2, "-P: parallel streams are TCP only");
         if (opt->streams > 1 && !opt->sink_mode)
-                errx(1, "-P: parallel streams need -s (stdin/stdout is one ordered stream)");
+                errx(2, "-P: parallel streams need -s (stdin/stdout is one ordered stream)");
         if (opt->zerocopy && (!opt->transmit || opt->udp))
-                errx(1, "--zerocopy is for a TCP transmitter (-t without -u)");
+                errx(2, "--zerocopy is for a TCP transmitter (-t without -u)");
         if (opt->splice && (opt->transmit || opt->udp))
-                errx(1, "--splice is for a TCP receiver (-r without -u)");
+                errx(2, "--splice is for a TCP receiver (-r without -u)");
         if (opt->splice && opt->touch)
-                errx(1, "--splice never brings data into user space, so -T cannot touch it");
+                errx(2, "--splice never brings data into user space, so -T cannot touch it");
         if (opt->udp && opt->transmit && opt->buf_len <= 16)
-                errx(1, "-l: UDP datagrams must be longer than 16 bytes (4 or fewer mark start and "
+                errx(2, "-l: UDP datagrams must be longer than 16 bytes (4 or fewer mark start and "
                         "end)");
         if (opt->udp && opt->buf_len > TTCP_UDP_MAX_DGRAM)
-                errx(1, "-l: a UDP datagram holds at most %d bytes", TTCP_UDP_MAX_DGRAM);
+                errx(2, "-l: a UDP datagram holds at most %d bytes", TTCP_UDP_MAX_DGRAM);
         if (opt->duration_s > 0 && !opt->transmit)
-                errx(1, "-w: the transmitter decides how long a run lasts");
+                errx(2, "-w: the transmitter decides how long a run lasts");
 }
 
 static void on_signal(int signo)
 {
         (void)signo;
         atomic_store(&ttcp_stop, true);
-}
-
-static void install_signals(void)
-{
-        struct sigaction sa = {.sa_handler = on_signal};
-
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
-                err(1, "sigaction");
-        /* A vanished peer must show up as EPIPE from send(), not kill the process. */
-        signal(SIGPIPE, SIG_IGN);
 }
 
 static void add_json_extras(struct ds_json *json, void *ctx)
@@ -300,7 +252,7 @@ int main(int argc, char **argv)
 
         parse_options(argc, argv, &opt);
         check_options(&opt);
-        install_signals();
+        ds_cli_catch_stop(on_signal);
 
         role = opt.transmit ? "send" : "recv";
         if (ds_live_open(&live, "ttcp", role, opt.udp ? "udp" : "tcp", NULL, &error) != 0)

@@ -1,0 +1,21 @@
+/* What every tool's command line shares: one wording for a bad value and one exit status
+ * (2) for it, and the signals that ask a run to stop. Only main() calls these: they exit. */
+#ifndef DRAGSTRIP_CLI_H
+#define DRAGSTRIP_CLI_H
+
+#include <stdint.h>
+
+/* The size arg given to option opt (as the user typed it: "-l", "--window") within
+ * [min, max]; otherwise one line on stderr, naming the range when that was the fault, and
+ * exit(2). */
+uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max);
+/* A duration in seconds (10, 0.5, 200ms), or one line and exit(2). */
+double ds_cli_seconds(const char *opt, const char *arg);
+/* For getopt_long's '?' and ':' (the option string starting with ':', opterr = 0): one
+ * line naming the unknown option, or the one missing its value, and exit(2). */
+_Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result);
+/* SIGINT and SIGTERM call on_stop (which should only set a flag); SIGPIPE is ignored, so
+ * a vanished peer shows up as EPIPE, not as a dead process. */
+void ds_cli_catch_stop(void (*on_stop)(int));
+
+#endif

@@ -1,0 +1,52 @@
+/* Shared command-line helpers (cli.h). */
+#include <dragstrip/cli.h>
+
+#include <dragstrip/size.h>
+
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+
+uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+        uint64_t value;
+        char lo[16], hi[16];
+        switch (ds_size_parse(arg, min, max, &value)) {
+        case 0:
+                return value;
+        case -ERANGE:
+                errx(2, "%s: '%s' is out of range (%s to %s)", opt, arg,
+                     ds_size_format(lo, sizeof lo, min), ds_size_format(hi, sizeof hi, max));
+        default:
+                errx(2, "%s: '%s' is not a size (try 64K, 1M)", opt, arg);
+        }
+}
+
+double ds_cli_seconds(const char *opt, const char *arg)
+{
+        double seconds;
+        if (ds_duration_parse(arg, &seconds) != 0)
+                errx(2, "%s: '%s' is not a duration in seconds (try 10, 0.5, 200ms)", opt, arg);
+        return seconds;
+}
+
+_Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result)
+{
+        char letter[3] = {'-', (char)optopt, 0};
+        /* getopt leaves optopt 0 for an unknown long option and the option's value (above
+         * any letter) for a long one missing its argument; both are still in argv. */
+        const char *name = optopt > 0 && optopt < 128 ? letter : argv[optind - 1];
+        if (getopt_result == ':')
+                errx(2, "%s needs a value (try '%s --help')", name, tool);
+        errx(2, "unknown option '%s' (try '%s --help')", name, tool);
+}
+
+void ds_cli_catch_stop(void (*on_stop)(int))
+{
+        struct sigaction sa = {.sa_handler = on_stop};
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+                err(1, "sigaction");
+        signal(SIGPIPE, SIG_IGN);
+}
