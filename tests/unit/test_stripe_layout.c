@@ -1,4 +1,4 @@
-/* Stripe layout arithmetic, the member header codec and CRC-32C: pure functions, no I/O. */
+/* Stripe layout arithmetic and the member header codec: pure functions, no I/O. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,15 +159,6 @@ static void test_layout_valid_limits(void **state)
         assert_false(ds_stripe_layout_valid(&l));
 }
 
-static void test_crc32c_known_vector(void **state)
-{
-        (void)state;
-        assert_int_equal(ds_crc32c(0, "123456789", 9), 0xE3069283u);
-        /* Continuing equals one pass. */
-        assert_int_equal(ds_crc32c(ds_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
-        assert_int_equal(ds_crc32c(0, "", 0), 0);
-}
-
 static struct ds_stripe_header sample_header(void)
 {
         struct ds_stripe_header h = {.width = 4,
@@ -270,7 +261,6 @@ int main(void)
             cmocka_unit_test(test_layout_width_one_is_the_identity),
             cmocka_unit_test(test_layout_walk_matches_member_bytes_widths_1_to_16),
             cmocka_unit_test(test_layout_valid_limits),
-            cmocka_unit_test(test_crc32c_known_vector),
             cmocka_unit_test(test_header_round_trip),
             cmocka_unit_test(test_header_rejects_fields_out_of_range),
             cmocka_unit_test(test_header_rejects_damage),

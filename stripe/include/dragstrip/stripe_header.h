@@ -39,7 +39,10 @@ int ds_stripe_header_decode(const void *block, size_t len, struct ds_stripe_head
                             const char **why);
 
 /* CRC-32C (Castagnoli), the checksum of headers and member data: pass 0 to start, the
- * previous result to continue. Uses the SSE4.2 instruction when the CPU has it. */
+ * previous result to continue. Uses the implementation that ran fastest on this machine
+ * when first called (timed, since an emulated CPU can make its crc32 instruction the
+ * slowest); DS_CRC32C=table|slice8|sse42 in the environment forces one (a name this CPU
+ * cannot run is ignored). */
 uint32_t ds_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif
