@@ -15,6 +15,7 @@
 #include <dragstrip/pool.h>
 #include <dragstrip/size.h>
 
+#include "crc32c_int.h"
 #include "stripe_cmd.h"
 
 struct bench_run {
@@ -161,6 +162,8 @@ static void print_results(const struct bench *b, const struct bench_run *runs, u
                 ds_json_str(&json, "link", "disk");
                 ds_json_u64(&json, "bytes", b->cmd->size);
                 ds_json_u64(&json, "unit", b->cmd->unit ? b->cmd->unit : DS_STRIPE_DEFAULT_UNIT);
+                ds_json_bool(&json, "checksums", !b->cmd->no_checksum);
+                ds_json_str(&json, "crc32c", crc32c_chosen()->name);
                 for (unsigned i = 0; i <= ndirs; i++) {
                         char key[32];
                         snprintf(key, sizeof(key), i < ndirs ? "disk%u" : "striped", i);
@@ -175,7 +178,9 @@ static void print_results(const struct bench *b, const struct bench_run *runs, u
                 ds_json_end(&json);
                 return;
         }
-        printf("stripe bench: %s per run, unit %s, MB = 10^6 bytes\n", size, unit);
+        printf("stripe bench: %s per run, unit %s, data checksums %s (CRC-32C by %s), "
+               "MB = 10^6 bytes\n",
+               size, unit, b->cmd->no_checksum ? "off" : "on", crc32c_chosen()->name);
         printf("  %-40s %12s %12s\n", "directories", "write MB/s", "read MB/s");
         for (unsigned i = 0; i <= ndirs; i++)
                 printf("  %-40s %12.1f %12.1f\n", runs[i].label, runs[i].write_MBps,

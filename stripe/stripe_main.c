@@ -11,6 +11,7 @@
 #include <dragstrip/error.h>
 #include <dragstrip/size.h>
 
+#include "crc32c_int.h"
 #include "stripe_cmd.h"
 
 volatile int cmd_interrupted;
@@ -49,6 +50,25 @@ static void on_signal(int sig)
 {
         (void)sig;
         cmd_interrupted = 1;
+}
+
+/* DS_CRC32C forces a CRC-32C implementation (tests, benches); a name this CPU cannot run
+ * is a mistake to report, not one to measure around quietly. */
+static void check_crc_choice(void)
+{
+        const char *name = getenv("DS_CRC32C");
+        unsigned count;
+        const struct crc32c_impl *impls = crc32c_impls(&count);
+        char known[64] = "";
+        size_t used = 0;
+
+        if (!name || crc32c_find(name))
+                return;
+        for (unsigned i = 0; i < count && used < sizeof(known); i++)
+                used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+                                         impls[i].name);
+        errx(2, "DS_CRC32C: '%s' is not a CRC-32C implementation this CPU runs (try %s)", name,
+             known);
 }
 
 int main(int argc, char **argv)
@@ -128,6 +148,7 @@ int main(int argc, char **argv)
         if (cmd.nargs < sub->min_args || cmd.nargs > sub->max_args) {
                 errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
         }
+        check_crc_choice();
         ds_cli_catch_stop(on_signal);
         return sub->run(&cmd);
 }

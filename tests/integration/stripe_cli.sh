@@ -47,6 +47,23 @@ pass "--json results"
 expect_error "verify --data without checksums" "member 0 .*carries no data checksum" "$stripe" verify --data "$D" nosum
 "$stripe" bench --no-checksum -s 2M "$(dirs 2)" | grep -q "striped / mean" || fail "bench --no-checksum"
 
+# Checksums written by any CRC-32C implementation are accepted by every other.
+impls="table slice8"
+grep -qw sse4_2 /proc/cpuinfo && impls+=" sse42"
+for put_impl in $impls; do
+	DS_CRC32C=$put_impl "$stripe" put -f "$work/src" "$D" crc >/dev/null
+	for check_impl in $impls; do
+		DS_CRC32C=$check_impl "$stripe" verify --data "$D" crc >/dev/null ||
+			fail "checksums by $put_impl rejected by $check_impl"
+	done
+	DS_CRC32C=$put_impl "$stripe" bench --json -s 2M "$(dirs 2)" |
+		jq -e --arg i "$put_impl" '.crc32c==$i and .checksums' >/dev/null ||
+		fail "bench does not report crc32c $put_impl"
+done
+pass "CRC-32C implementations agree ($impls) and bench names the one used"
+expect_error "unknown CRC-32C" "DS_CRC32C: 'fast' is not a CRC-32C implementation this CPU runs \\(try table, slice8" \
+	env DS_CRC32C=fast "$stripe" ls "$D"
+
 expect_error "put refuses to replace" "exists" "$stripe" put "$work/src" "$D" j
 "$stripe" put -f "$work/src" "$D" j >/dev/null
 pass "put -f replaces"
