@@ -4,6 +4,9 @@
  * through a TPACKET_V3 ring mapped into our memory, so a message that fits in one frame
  * is handed to sink where the kernel put it: the only copy is the kernel's. A longer
  * message goes as a train of frames and is gathered into one buffer (one copy, counted).
+ * A sender only ever receives control frames (credits, acks, final counts); it reads
+ * them by recv() rather than through a ring, because a ring hands a part-filled block
+ * over only when its timer runs out, and a credit that waits for that stalls the stream.
  *
  * Every stream has its own socket whose BPF filter passes only its session's frames; the
  * listener's filter passes everything else (hellos, strays and junk, which it counts), so
@@ -72,6 +75,8 @@ struct raw_link {
         struct ds_dgram dg;
         uint8_t hello[ETH_HDR + DS_WIRE_HDR_LEN + DS_WIRE_CTL_MAX]; /* replayed */
         size_t hello_len;
+        bool sender; /* no ring: control frames are read by recv() into ctl_frame */
+        uint8_t ctl_frame[FRAME_HDR + DS_WIRE_CTL_MAX];
         struct raw_listener *listener;
 };
 
@@ -432,14 +437,10 @@ static int raw_connect(struct ds_link **out, const struct ds_link_config *config
         memcpy(r->peer_mac, peer, 6);
         r->dg.session = ds_dgram_session();
         snprintf(r->base.peer, sizeof(r->base.peer), "%s on %s", config->host, config->iface);
-        /* A sender's ring only ever sees control frames. */
+        r->sender = true;
         rc = port_socket(&r->port, err);
         if (rc == 0)
                 rc = filter_session(r->port.fd, r->dg.session, err);
-        if (rc == 0) {
-                ring_plan(&r->port, r->mtu + ETH_HDR, 0);
-                rc = ring_map(&r->port, err);
-        }
         if (rc == 0)
                 rc = port_bind(&r->port, r->ifindex, err);
         if (rc < 0) {
@@ -570,9 +571,34 @@ static int raw_send_ctl(struct ds_link *link, uint8_t type, const void *payload,
         return send_frames(r, &mm, 1, err);
 }
 
+/* A sender's drain: control frames from the socket, each copied out by ds_dgram_take
+ * (data is refused: a sender never negotiated a message size). Stops while every control
+ * slot is out, so that no frame is read without a place to go. */
+static unsigned drain_ctl(struct raw_link *r, struct ds_msg *msgs, unsigned max)
+{
+        unsigned got = 0;
+        while (got < max && !ds_ctl_ring_full(&r->dg.ctl)) {
+                ssize_t n =
+                    recv(r->port.fd, r->ctl_frame, sizeof(r->ctl_frame), MSG_DONTWAIT | MSG_TRUNC);
+                if (n < 0)
+                        break; /* nothing more now; a dead interface shows on send */
+                size_t len = (size_t)n < sizeof(r->ctl_frame) ? (size_t)n : sizeof(r->ctl_frame);
+                if (len < ETH_HDR) {
+                        r->base.stats.malformed[DS_WIRE_SHORT]++;
+                        continue;
+                }
+                if (ds_dgram_take(&r->dg, r->ctl_frame + ETH_HDR, len - ETH_HDR, &msgs[got]) ==
+                    DS_DGRAM_OWNED)
+                        got++;
+        }
+        return got;
+}
+
 /* Reads frames from the ring into msgs; returns how many messages were filled. */
 static unsigned drain(struct raw_link *r, struct ds_msg *msgs, unsigned max)
 {
+        if (r->sender)
+                return drain_ctl(r, msgs, max);
         unsigned got = 0;
         uint8_t *frame;
         unsigned len, block;
@@ -608,7 +634,7 @@ static int raw_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
                 r->hello_len = 0;
                 got = v == DS_DGRAM_OWNED;
         }
-        if (!r->port.map) /* a receiver before prepare: only the hello so far */
+        if (!r->port.map && !r->sender) /* a receiver before prepare: only the hello so far */
                 return (int)got;
         got += drain(r, msgs + got, max - got);
         if (got == 0 && timeout_ms != 0) {
