@@ -318,7 +318,8 @@ int ds_session_accept(struct ds_session *s, struct ds_link *link, ds_session_adm
 int ds_session_released(struct ds_session *s, uint64_t n, struct ds_error *err)
 {
         s->released += n;
-        if (!s->credits)
+        s->idle_bumped = false;
+        if (!s->credits || s->released + s->window <= s->granted) /* granted ahead by idle */
                 return 0;
         uint64_t due = s->released + s->window - s->granted;
         uint64_t step = s->window / 4 ? s->window / 4 : 1;
@@ -333,11 +334,18 @@ int ds_session_idle(struct ds_session *s, struct ds_error *err)
 {
         if (!s->credits || s->ended)
                 return 0;
-        /* Silence with credit outstanding: the grant was lost, or the messages it allowed
-         * were (the tail of a window leaves no later number to show it). Either way the
-         * receiver holds nothing now, so a fresh window is safe. */
-        s->released = s->granted;
-        s->granted = s->released + s->window;
+        /* Silence: the last grant was lost (say it again), or the messages it allowed
+         * were (a lost tail leaves no later number to show it), or the sender is only
+         * slow, which this side cannot tell from a loss. A window beyond what was seen
+         * is always safe; when that is no more than was granted, one message more
+         * unsticks a lost tail, once per silence, so that a slow sender is never more
+         * than a window and one ahead of what this side has taken (ring sizes allow it). */
+        if (s->released + s->window > s->granted) {
+                s->granted = s->released + s->window;
+        } else if (!s->idle_bumped) {
+                s->granted++;
+                s->idle_bumped = true;
+        }
         union ds_wire_ctl ctl = {.credit = {.limit = s->granted}};
         return send_ctl(s, DS_WIRE_CREDIT, &ctl, err);
 }

@@ -33,6 +33,7 @@ struct ds_session {
         /* receiver */
         uint64_t released;
         uint64_t granted; /* the last limit sent */
+        bool idle_bumped; /* a silence added one message to the grant; none since */
         bool ended;
         struct ds_wire_end end;
         struct ds_wire_hello_ack ack; /* kept to answer a repeated hello */
@@ -74,8 +75,9 @@ int ds_session_handle(struct ds_session *session, const struct ds_msg *msg, stru
 /* Receiver: n more messages were released; grants credit when a quarter window is due. */
 int ds_session_released(struct ds_session *session, uint64_t n, struct ds_error *err);
 
-/* Receiver: nothing arrived for a while, so nothing is in flight that it must hold: grants
- * a fresh window (a lost grant, or a lost tail of messages, cannot stall the sender). */
+/* Receiver: nothing arrived for a while: repeats its grant (a lost grant cannot stall the
+ * sender) and widens it by one message once per silence (nor can a lost tail), so that
+ * at most window + 1 messages are ever out beyond what the receiver has taken. */
 int ds_session_idle(struct ds_session *session, struct ds_error *err);
 
 /* Receiver: sends the final counts (after END, or when giving up on a silent sender). */
