@@ -32,7 +32,7 @@ static void usage(FILE *out)
                 "  -n COUNT        messages per repeat (default: 1 GiB worth)\n"
                 "  -w SEC          send for SEC seconds instead of a count\n"
                 "  -r REPEAT       repeats, each reported (default 1)\n"
-                "  -1              one worker per stream (default two, interleaved)\n"
+                "  -1              one worker per stream (default with --verify: two)\n"
                 "  -q N            streams (QPs) in parallel (default 1)\n"
                 "  -R RATE         pace to RATE bits/s over all streams (e.g. 2G)\n"
                 "  --verify        fill a pattern sink checks\n"
