@@ -44,7 +44,8 @@ for len in 8K 64K 1M; do
 	run_pair "ttcp tcp" "$len" "$bin/ttcp" -r -s -l "$len" -p "$port" --json -- \
 		"$bin/ttcp" -t -s -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
 done
-for len in 64K 1M; do
-	run_pair "blast tcp" "$len" "$bin/sink" -x tcp -p "$port" --once --json -- \
-		"$bin/blast" -x tcp -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
+for link_len in "tcp 64K" "tcp 1M" "udp 64K"; do
+	read -r link len <<<"$link_len"
+	run_pair "blast $link" "$len" "$bin/sink" -x "$link" -p "$port" --once --json -- \
+		"$bin/blast" -x "$link" -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
 done
