@@ -74,6 +74,22 @@ sink_start() {
 	kill -0 "$SINK_PID" 2>/dev/null || fail "sink did not start: $(cat "$WORK/$name.err")"
 }
 
+# sink_kill: kill -9 the sink and wait until it has let go of its port (the signal is
+# asynchronous, and a dead process's sockets close a moment after it leaves the
+# namespace; a new sink started at once could find the port still taken).
+sink_kill() {
+	local i
+	kill -9 "$SINK_PID"
+	for ((i = 0; i < 50; i++)); do
+		if ! ip netns pids "$NS_S" | grep -qx "$SINK_PID" &&
+			[ -z "$(ip netns exec "$NS_S" ss -Hltun "sport = :$PORT")" ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "sink $SINK_PID or its port outlived kill -9 by 5 s"
+}
+
 # blast_run LINK NAME [ARGS...]: blast in its namespace; returns blast's status.
 blast_run() {
 	local link=$1 name=$2

@@ -10,7 +10,7 @@ bpid=$!
 # Kill the sink only once data flows: a sink killed during the hello tests something else
 # (blast would give up on the hello, or a quick new sink would answer it).
 wait_for "$WORK/blast1.out" 1 20
-kill -9 "$SINK_PID"
+sink_kill
 sink_start "$link" sink2
 start=$(date +%s)
 if wait $bpid; then fail "blast went on as if nothing happened"; fi
