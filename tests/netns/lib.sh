@@ -70,8 +70,19 @@ sink_start() {
 		>"$WORK/$name.out" 2>"$WORK/$name.err" &
 	SINK_PID=$!
 	disown "$SINK_PID" # its end is ours to check, not the shell's to announce
-	sleep 0.3
-	kill -0 "$SINK_PID" 2>/dev/null || fail "sink did not start: $(cat "$WORK/$name.err")"
+	# Ready when its port listens (tcp, udp); a raw sink has no port to show, so give it
+	# a moment to set up its ring.
+	local i
+	for ((i = 0; i < 50; i++)); do
+		sleep 0.1
+		kill -0 "$SINK_PID" 2>/dev/null || fail "sink did not start: $(cat "$WORK/$name.err")"
+		if [ "$link" = raw ]; then
+			[ $i -ge 2 ] && return 0
+		elif [ -n "$(ip netns exec "$NS_S" ss -Hltun "sport = :$PORT")" ]; then
+			return 0
+		fi
+	done
+	fail "sink did not listen within 5 s: $(cat "$WORK/$name.err")"
 }
 
 # sink_kill: kill -9 the sink and wait until it has let go of its port (the signal is
