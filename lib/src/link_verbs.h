@@ -12,7 +12,10 @@
  *                    pool) and the receiver pulls the message with RDMA READ.
  * Flow control is the link's own (DS_LINK_OWN_FLOW): the sender has credit for as many
  * messages as the ring has slots; the receiver returns credit, a quarter ring at a time,
- * as a zero-length SEND WITH IMMEDIATE carrying the low 32 bits of its released count. */
+ * as a zero-length SEND WITH IMMEDIATE carrying the low 32 bits of its released count.
+ * Waiting busy-polls for a moment, then sleeps on completion events; the last request of
+ * every posted batch is solicited and receive queues wake only for those (or errors), so
+ * a sleeping peer wakes once a batch, not once a message. */
 #ifndef DRAGSTRIP_LINK_VERBS_H
 #define DRAGSTRIP_LINK_VERBS_H
 
@@ -75,7 +78,8 @@ struct verbs_link {
         bool sender, events, connected, peer_gone;
         int failed; /* the first fatal error; every later call returns it */
         struct ds_error fail_err;
-        uint64_t cm_check_ns; /* busy-poll: when to look for a disconnect next */
+        uint64_t cm_check_ns;   /* busy-poll: when to look for a disconnect next */
+        uint64_t idle_since_ns; /* busy-poll: since when no completion came (0: one just did) */
 
         /* The run, fixed by prepare/start. */
         bool started;

@@ -13,6 +13,8 @@
 #include <sched.h>
 
 #define CM_CHECK_NS 1000000u /* busy-polling looks for a disconnect once a millisecond */
+/* Busy-polling sleeps on completion events after this long without a completion. */
+#define SPIN_NS 200000u
 
 /* Work requests built up and posted with one call. */
 struct sq_batch {
@@ -122,11 +124,15 @@ static struct ibv_send_wr *sq_add(struct verbs_link *v, struct sq_batch *b, enum
 }
 
 /* Posts the batch with one call. Completions are batched too: one signal per
- * VB_SIGNAL_EVERY requests and on the last of each batch, which covers those before. */
+ * VB_SIGNAL_EVERY requests and on the last of each batch, which covers those before.
+ * The last is also solicited: a peer asleep on its receive queue wakes once a batch. */
 static int sq_flush(struct verbs_link *v, struct sq_batch *b, struct ds_error *err)
 {
         if (b->n == 0)
                 return 0;
+        struct ibv_send_wr *last = &b->wr[b->n - 1];
+        if (last->opcode != IBV_WR_RDMA_READ)
+                last->send_flags |= IBV_SEND_SOLICITED;
         for (unsigned i = 0; i < b->n; i++) {
                 if (++v->sq_unsignaled >= VB_SIGNAL_EVERY || i == b->n - 1) {
                         b->wr[i].send_flags |= IBV_SEND_SIGNALED;
@@ -388,6 +394,8 @@ static int progress(struct verbs_link *v, struct ds_error *err)
         int received = poll_recv_cq(v, err);
         if (received < 0)
                 return received;
+        if (sent + received)
+                v->idle_since_ns = 0;
         return sent + received;
 }
 
@@ -413,7 +421,8 @@ static void take_cq_events(struct ibv_comp_channel *channel)
 /* Sleeps on completion events until something happens or the deadline (ns) passes. */
 static int await_events(struct verbs_link *v, uint64_t deadline, struct ds_error *err)
 {
-        if (ibv_req_notify_cq(v->send_cq, 0) || ibv_req_notify_cq(v->recv_cq, 0))
+        /* Receives wake us once per batch of the peer's (sq_flush); errors always do. */
+        if (ibv_req_notify_cq(v->send_cq, 0) || ibv_req_notify_cq(v->recv_cq, 1))
                 return link_fail(v, ds_fail(err, -EIO, "ibv_req_notify_cq"), err);
         int n = progress(v, err); /* what completed before the queues were armed */
         if (n != 0)
@@ -439,12 +448,16 @@ static int await_events(struct verbs_link *v, uint64_t deadline, struct ds_error
         return 0;
 }
 
-/* Waits a little for a completion: sleeping on events, or one turn of busy-polling. */
+/* Waits a little for a completion: sleeping on events, or one turn of busy-polling. A
+ * busy-poller that has seen nothing for SPIN_NS sleeps too: when the peer's work is done
+ * by this machine's CPUs (soft-RoCE), spinning would take the CPU that work needs. */
 static int await(struct verbs_link *v, uint64_t deadline, struct ds_error *err)
 {
-        if (v->events)
-                return await_events(v, deadline, err);
         uint64_t now = ds_now_ns();
+        if (!v->idle_since_ns)
+                v->idle_since_ns = now;
+        if (v->events || now - v->idle_since_ns >= SPIN_NS)
+                return await_events(v, deadline, err);
         if (now >= v->cm_check_ns) {
                 check_cm(v);
                 v->cm_check_ns = now + CM_CHECK_NS;
