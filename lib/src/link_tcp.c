@@ -191,6 +191,25 @@ static int tcp_send_ctl(struct ds_link *link, uint8_t type, const void *payload,
         return write_all(t->fd, iov, 2, err);
 }
 
+/* One recv() of at most len bytes: the count (> 0), or -EPIPE when the peer closed or
+ * reset, -ETIMEDOUT when SO_RCVTIMEO ran out inside a record, another negative errno. */
+static ssize_t recv_some(struct tcp_link *t, void *buf, size_t len, int flags, struct ds_error *err)
+{
+        for (;;) {
+                ssize_t n = recv(t->fd, buf, len, flags);
+                if (n > 0)
+                        return n;
+                if (n == 0)
+                        return -EPIPE;
+                if (errno == EINTR)
+                        continue;
+                if (errno == EAGAIN)
+                        return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record",
+                                       t->base.peer);
+                return errno == ECONNRESET ? -EPIPE : ds_fail(err, -errno, "tcp recv");
+        }
+}
+
 /* Reads at least want bytes into the stage (after what it holds), up to its size. */
 static int stage_fill(struct tcp_link *t, size_t want, size_t cap, struct ds_error *err)
 {
@@ -200,17 +219,9 @@ static int stage_fill(struct tcp_link *t, size_t want, size_t cap, struct ds_err
                 t->stage_off = 0;
         }
         while (t->stage_len < want) {
-                ssize_t n = recv(t->fd, t->stage + t->stage_len, cap - t->stage_len, 0);
-                if (n == 0)
-                        return -EPIPE;
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN)
-                                return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record",
-                                               t->base.peer);
-                        return errno == ECONNRESET ? -EPIPE : ds_fail(err, -errno, "tcp recv");
-                }
+                ssize_t n = recv_some(t, t->stage + t->stage_len, cap - t->stage_len, 0, err);
+                if (n < 0)
+                        return (int)n;
                 t->stage_len += (size_t)n;
         }
         return 0;
@@ -227,17 +238,9 @@ static int read_payload(struct tcp_link *t, uint8_t *dst, size_t len, struct ds_
         t->base.stats.bytes_copied += staged;
         t->stage_off += staged;
         while (staged < len) {
-                ssize_t n = recv(t->fd, dst + staged, len - staged, MSG_WAITALL);
-                if (n == 0)
-                        return -EPIPE;
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN)
-                                return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record",
-                                               t->base.peer);
-                        return errno == ECONNRESET ? -EPIPE : ds_fail(err, -errno, "tcp recv");
-                }
+                ssize_t n = recv_some(t, dst + staged, len - staged, MSG_WAITALL, err);
+                if (n < 0)
+                        return (int)n;
                 staged += (size_t)n;
         }
         return 0;
