@@ -71,14 +71,23 @@ static void transfer_started(struct transfer *t, uint64_t total)
         progress_begin(&t->progress, t->cmd->name, total, ds_live_segment(t->live));
 }
 
-static void transfer_finish(struct transfer *t)
+/* A transfer that succeeded: its report, then the stripe closed (verb names it in an
+ * error) and everything it held given back. */
+static int transfer_finish(struct transfer *t, const char *verb)
 {
         struct ds_result result;
+        struct ds_error e;
 
         progress_end(&t->progress);
         ds_report_finish(&t->report, &result);
         ds_live_done(t->live);
         ds_report_print(&t->report, &result, transfer_extra, t);
+        if (ds_stripe_close(t->stripe, &e) != 0)
+                errx(1, "%s %s: %s", verb, t->name, e.text);
+        ds_pool_destroy(t->pool);
+        ds_live_close(t->live);
+        free(t->dirs);
+        return 0;
 }
 
 static int fill_from_fd(void *buf, size_t room, size_t *len, void *ctx, struct ds_error *err)
@@ -161,13 +170,7 @@ int cmd_put(const struct stripe_cmd *cmd)
                 ds_stripe_close(t.stripe, NULL); /* removes the uncommitted members */
                 errx(1, "put %s: %s", t.name, e.text);
         }
-        transfer_finish(&t);
-        if (ds_stripe_close(t.stripe, &e) != 0)
-                errx(1, "put %s: %s", t.name, e.text);
-        ds_pool_destroy(t.pool);
-        ds_live_close(t.live);
-        free(t.dirs);
-        return 0;
+        return transfer_finish(&t, "put");
 }
 
 static int drain_to_fd(const void *buf, size_t len, uint64_t offset, void *ctx,
@@ -238,11 +241,5 @@ int cmd_get(const struct stripe_cmd *cmd)
                         unlink(t.fd_name); /* never leave wrong or partial data behind */
                 errx(1, "get %s: %s", t.name, e.text);
         }
-        transfer_finish(&t);
-        if (ds_stripe_close(t.stripe, &e) != 0)
-                errx(1, "get %s: %s", t.name, e.text);
-        ds_pool_destroy(t.pool);
-        ds_live_close(t.live);
-        free(t.dirs);
-        return 0;
+        return transfer_finish(&t, "get");
 }

@@ -119,6 +119,21 @@ static void remove_temporaries(struct ds_stripe *stripe)
                         unlink(stripe->members[i].tmp_path);
 }
 
+/* What opening and creating share: a valid name over usable directories, and the struct. */
+static int stripe_new(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
+                      const char *name, const struct ds_stripe_options *options,
+                      struct ds_error *err)
+{
+        int rc;
+
+        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+                return rc;
+        *out = stripe_alloc(ndirs, options);
+        if (!*out)
+                return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
+        return 0;
+}
+
 int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
                      const char *name, const struct ds_stripe_options *options,
                      struct ds_error *err)
@@ -127,11 +142,8 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
         char id[2 * DS_STRIPE_SET_ID_SIZE + 1], prefix[64];
         int rc;
 
-        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+        if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
-        stripe = stripe_alloc(ndirs, options);
-        if (!stripe)
-                return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
         stripe->layout.width = ndirs;
         stripe->layout.unit = options && options->unit ? options->unit : DS_STRIPE_DEFAULT_UNIT;
         stripe->created = stripe->writable = stripe->dirty = true;
@@ -274,11 +286,8 @@ int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs
         unsigned missing = 0;
         int rc;
 
-        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+        if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
-        stripe = stripe_alloc(ndirs, options);
-        if (!stripe)
-                return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
         stripe->writable = (stripe->flags & DS_STRIPE_WRITE) != 0;
         for (unsigned i = 0; i < ndirs; i++) {
                 char *path = join_path(dirs[i], "", name);
