@@ -117,8 +117,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                         o->where.iface = optarg;
                         break;
                 case 'p':
-                        if (ds_port_parse(optarg, &o->where.port) < 0)
-                                errx(2, "-p: '%s' is not a port (1-65535)", optarg);
+                        o->where.port = ds_cli_port("-p", optarg);
                         break;
                 case 'l':
                         o->msg_size = (uint32_t)ds_cli_size("-l", optarg, 64, 1u << 30);
@@ -147,9 +146,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                         o->report.interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'f':
-                        if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
-                                errx(2, "-f: '%s' is not one of k K m M g G a", optarg);
-                        o->report.unit = optarg[0];
+                        o->report.unit = ds_cli_rate_unit("-f", optarg);
                         break;
                 case 'h':
                         usage(stdout);

@@ -63,8 +63,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->where.iface = optarg;
                         break;
                 case 'p':
-                        if (ds_port_parse(optarg, &o->where.port) < 0)
-                                errx(2, "-p: '%s' is not a port (1-65535)", optarg);
+                        o->where.port = ds_cli_port("-p", optarg);
                         break;
                 case 'B':
                         o->where.host = optarg;
@@ -73,9 +72,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->report.interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'f':
-                        if (ds_rate_unit_check(optarg[0]) < 0 || optarg[1])
-                                errx(2, "-f: '%s' is not one of k K m M g G a", optarg);
-                        o->report.unit = optarg[0];
+                        o->report.unit = ds_cli_rate_unit("-f", optarg);
                         break;
                 case 'h':
                         usage(stdout);

@@ -121,8 +121,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->sockbuf = (int)ds_cli_size("-b", optarg, 1, 1ULL << 30);
                         break;
                 case 'p':
-                        if (ds_port_parse(optarg, &opt->port) != 0)
-                                errx(2, "-p: '%s' is not a port (1 to 65535)", optarg);
+                        opt->port = ds_cli_port("-p", optarg);
                         break;
                 case 'D':
                         opt->nodelay = true;
@@ -134,9 +133,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->offset = ds_cli_size("-O", optarg, 0, 1 << 24);
                         break;
                 case 'f':
-                        if (strlen(optarg) != 1 || ds_rate_unit_check(optarg[0]) != 0)
-                                errx(2, "-f: '%s' is not a unit (one of k K m M g G a)", optarg);
-                        opt->unit = optarg[0];
+                        opt->unit = ds_cli_rate_unit("-f", optarg);
                         break;
                 case 'T':
                         opt->touch = true;

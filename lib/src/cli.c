@@ -1,6 +1,7 @@
 /* Shared command-line helpers (cli.h). */
 #include <dragstrip/cli.h>
 
+#include <dragstrip/net.h>
 #include <dragstrip/size.h>
 
 #include <err.h>
@@ -29,6 +30,21 @@ double ds_cli_seconds(const char *opt, const char *arg)
         if (ds_duration_parse(arg, &seconds) != 0)
                 errx(2, "%s: '%s' is not a duration in seconds (try 10, 0.5, 200ms)", opt, arg);
         return seconds;
+}
+
+uint16_t ds_cli_port(const char *opt, const char *arg)
+{
+        uint16_t port;
+        if (ds_port_parse(arg, &port) != 0)
+                errx(2, "%s: '%s' is not a port (1 to 65535)", opt, arg);
+        return port;
+}
+
+char ds_cli_rate_unit(const char *opt, const char *arg)
+{
+        if (arg[0] == 0 || arg[1] != 0 || ds_rate_unit_check(arg[0]) != 0)
+                errx(2, "%s: '%s' is not a unit (one of k K m M g G a)", opt, arg);
+        return arg[0];
 }
 
 _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result)

@@ -25,6 +25,7 @@ expect_error "blast: an unknown host" "no\\.such\\.host\\.invalid" "$blast" --ti
 expect_error "sink: unknown flag" "unknown option .--frobnicate." "$sink" --frobnicate
 expect_error "sink: a stray argument" "unexpected argument 'extra'" "$sink" extra
 expect_error "sink: --pcap off raw" "--pcap is for -x raw only" "$sink" --pcap /dev/null
+expect_error "sink: a bad rate unit" "-f: .x. is not a unit" "$sink" -f x
 expect_error "sink: a bad idle time" "--idle: 'never' is not a duration" "$sink" --idle never
 expect_error "sink: raw on an interface that is not there" "nosuchif0" "$sink" -x raw -d nosuchif0 --once
 

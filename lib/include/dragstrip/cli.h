@@ -11,6 +11,10 @@
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max);
 /* A duration in seconds (10, 0.5, 200ms), or one line and exit(2). */
 double ds_cli_seconds(const char *opt, const char *arg);
+/* A port (1 to 65535) or a rate unit letter (k K m M g G a) given to option opt, or one
+ * line and exit(2). */
+uint16_t ds_cli_port(const char *opt, const char *arg);
+char ds_cli_rate_unit(const char *opt, const char *arg);
 /* For getopt_long's '?' and ':' (the option string starting with ':', opterr = 0): one
  * line naming the unknown option, or the one missing its value, and exit(2). */
 _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result);
