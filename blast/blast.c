@@ -32,7 +32,7 @@ static void usage(FILE *out)
                 "  -n COUNT        messages per repeat (default: 1 GiB worth)\n"
                 "  -w SEC          send for SEC seconds instead of a count\n"
                 "  -r REPEAT       repeats, each reported (default 1)\n"
-                "  -1              one worker per stream (default with --verify: two)\n"
+                "  -1, -2          one worker per stream (default), or two interleaved\n"
                 "  -q N            streams (QPs) in parallel (default 1)\n"
                 "  -R RATE         pace to RATE bits/s over all streams (e.g. 2G)\n"
                 "  --verify        fill a pattern sink checks\n"
@@ -107,7 +107,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         bool count_given = false;
         int c;
         opterr = 0; /* one line of our own instead of getopt's and the usage */
-        while ((c = getopt_long(argc, argv, ":x:d:p:l:n:w:r:1q:R:i:f:h", long_options, NULL)) !=
+        while ((c = getopt_long(argc, argv, ":x:d:p:l:n:w:r:12q:R:i:f:h", long_options, NULL)) !=
                -1) {
                 switch (c) {
                 case 'x':
@@ -133,7 +133,8 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                         o->repeat = (unsigned)ds_cli_size("-r", optarg, 1, 1000000);
                         break;
                 case '1':
-                        o->workers = 1;
+                case '2':
+                        o->workers = (unsigned)(c - '0');
                         break;
                 case 'q':
                         o->streams = (unsigned)ds_cli_size("-q", optarg, 1, DS_BLAST_MAX_STREAMS);
@@ -180,7 +181,7 @@ int main(int argc, char **argv)
             .where = {.port = 5050},
             .msg_size = 64 << 10,
             .repeat = 1,
-            .workers = 2,
+            .workers = 1,
             .streams = 1,
             .flow = DS_FLOW_CREDIT,
         };

@@ -1,6 +1,6 @@
 /* blast: fixed-length messages as fast as the link allows, over one or more streams, each
- * with one worker, or two interleaved ones when batches take getting ready (the original
- * blast forked two writers so that one was always in write() while the other got ready). */
+ * with one worker, or with -2 two interleaved ones (the original blast forked two writers so
+ * that one was always in write() while the other got ready). */
 #include <dragstrip/blast.h>
 
 #include <dragstrip/clock.h>
@@ -171,11 +171,11 @@ static void *worker(void *arg)
 static void *stream_main(void *arg)
 {
         struct stream *st = arg;
-        /* A second worker pays only when a batch takes work to get ready (stamping the
-         * --verify pattern); otherwise it adds nothing but handing the turn over, a futex
-         * wake and wait per batch: 64000-byte raw messages ran at 4.0 GB/s with two
-         * workers, 7.0 with one. */
-        unsigned extra = st->o->workers > 1 && st->o->verify ? 1 : 0;
+        /* One worker is the default: getting a batch ready is a few stores per page even
+         * with --verify, so a second worker adds little but handing the turn over, a futex
+         * wake and wait per batch (64000-byte raw messages: 4.0 GB/s with two workers, 7.0
+         * with one; tcp 1 MiB --verify: 0.89 of plain with two, 1.04 with one). */
+        unsigned extra = st->o->workers > 1 ? 1 : 0;
         pthread_t second;
         if (extra && pthread_create(&second, NULL, worker, st) != 0)
                 extra = 0; /* one worker still runs the stream, only less overlapped */

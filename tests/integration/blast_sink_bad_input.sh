@@ -5,6 +5,7 @@ blast=$DS_BIN/blast
 sink=$DS_BIN/sink
 
 expect_error "blast: unknown flag" "unknown option .-Z." "$blast" -Z 127.0.0.1
+expect_error "blast: three workers" "unknown option .-3." "$blast" -3 127.0.0.1
 expect_error "blast: a flag without its value" "-l needs a value" "$blast" 127.0.0.1 -l
 expect_error "blast: a long option without its value" "--flow needs a value" "$blast" 127.0.0.1 --flow
 expect_error "blast: no destination" "expected one DEST" "$blast" -x tcp

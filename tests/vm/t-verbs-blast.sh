@@ -71,7 +71,7 @@ run_case() {
 	echo "ok: $name: $count x $size, $(jq -r '.Gbit_per_s * 1000 | floor' "$logs/$name.blast.json") Mbit/s"
 }
 
-run_case write 300 64K 1 -- --verify
+run_case write 300 64K 1 -- -2 --verify
 run_case send 300 64K 1 -- --op send --verify
 run_case read 300 64K 1 -- --op read --verify
 run_case two-qps 400 64K 2 -- --verify

@@ -22,7 +22,7 @@ struct ds_blast_options {
         uint64_t count;    /* messages per repeat over all streams; 0 with duration_s */
         double duration_s; /* per repeat, when count is 0 */
         unsigned repeat;   /* >= 1 */
-        unsigned workers;  /* 1, or 2 interleaved per stream with verify (the default) */
+        unsigned workers;  /* per stream: 1, or 2 taking turns as the original forked */
         unsigned streams;  /* -q: links (QPs) in parallel, 1..DS_BLAST_MAX_STREAMS */
         double rate_bps;   /* -R, bits per second over all streams; 0: flat out */
         bool verify;
