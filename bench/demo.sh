@@ -2,6 +2,8 @@
 # The demo: what this machine moves over loopback, measured by dragstrip's own tools.
 # DS_BIN points at the built tools (./dragstrip demo sets it).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 seconds=${DS_DEMO_SECONDS:-2}
 port=${DS_DEMO_PORT:-15001}
@@ -30,7 +32,7 @@ run_pair() {
 	shift
 	"${receiver_cmd[@]}" >"$work/r.json" 2>"$work/r.err" &
 	local receiver=$!
-	sleep 0.3
+	bench_wait_listening "$port"
 	"$@" >"$work/t.json" 2>"$work/t.err" || { cat "$work/t.err" >&2; return 1; }
 	wait "$receiver" || { cat "$work/r.err" >&2; return 1; }
 	print_row "$name" "$len"

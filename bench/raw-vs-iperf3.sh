@@ -6,6 +6,8 @@
 # losses and the raw/iperf3 ratios; the Bar compares one stream with one stream.
 # Needs root.   DS_BIN=build/bin bench/raw-vs-iperf3.sh [RUNS] [SECONDS]
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:-5}
 seconds=${2:-3}
@@ -31,8 +33,10 @@ ip -n "$ns_b" addr add 10.67.0.1/24 dev "$if_b"
 mac=$(ip -n "$ns_s" -o link show "$if_s" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 
 ip netns exec "$ns_s" "$bin/sink" -x raw -d "$if_s" --json >"$work/sink.json" 2>"$work/sink.err" &
+sink_pid=$!
 ip netns exec "$ns_s" iperf3 -s -p 5201 >/dev/null 2>&1 &
-sleep 0.5
+bench_wait_packet_socket "$sink_pid" "$ns_s"
+bench_wait_listening 5201 "$ns_s"
 results=$work/results.tsv
 
 raw_run() { # raw_run STREAMS (1: blast's defaults, no -q)

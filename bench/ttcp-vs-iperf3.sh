@@ -4,6 +4,8 @@
 # ends, user+sys, measured the same way for both tools) and the ttcp/iperf3 ratios.
 #   DS_BIN=build/bin bench/ttcp-vs-iperf3.sh [RUNS] [SECONDS]
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:-3}
 seconds=${2:-5}
@@ -15,14 +17,6 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 TIMEFORMAT='%U %S'
 results=$work/results.tsv
 
-wait_listening() {
-	for _ in $(seq 50); do
-		ss -H -ltn "sport = :$1" | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "bench: nothing listens on port $1" >&2
-	exit 1
-}
 
 # cpu FILE...: user+sys seconds summed over bash `time` lines.
 cpu() { awk '{ s += $1 + $2 } END { print s }' "$@"; }
@@ -33,7 +27,7 @@ run_ttcp() {
 	[ "$mode" = zerocopy ] && extra=(--zerocopy)
 	{ time "$bin/ttcp" -r -s -l "$size" -p "$port" --json >"$work/r.json" 2>/dev/null; } 2>"$work/r.time" &
 	local receiver=$!
-	wait_listening "$port"
+	bench_wait_listening "$port"
 	{ time "$bin/ttcp" -t -s -l "$size" -w "$seconds" -p "$port" "${extra[@]}" 127.0.0.1 \
 		>/dev/null 2>&1; } 2>"$work/t.time"
 	wait "$receiver"
@@ -47,7 +41,7 @@ run_iperf3() {
 	[ "$mode" = zerocopy ] && extra=(-Z)
 	{ time iperf3 -s -1 -p "$port" >/dev/null 2>&1; } 2>"$work/s.time" &
 	local server=$!
-	wait_listening "$port"
+	bench_wait_listening "$port"
 	{ time iperf3 -c 127.0.0.1 -p "$port" -l "$size" -t "$seconds" "${extra[@]}" -J \
 		>"$work/c.json"; } 2>"$work/c.time"
 	wait "$server"

@@ -4,6 +4,8 @@
 # (the Bar: --verify costs at most 10%, i.e. ratio >= 0.90).
 #   DS_BIN=build/bin bench/verify-cost.sh [RUNS] [SECONDS]
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:-5}
 seconds=${2:-2}
@@ -11,7 +13,7 @@ port=${DS_BENCH_PORT:-15301}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 "$bin/sink" -p "$port" --json >"$work/sink.json" 2>"$work/sink.err" &
-sleep 0.3
+bench_wait_listening "$port"
 run() { # run NAME [ARGS...]
 	local name=$1
 	shift

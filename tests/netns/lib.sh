@@ -70,14 +70,14 @@ sink_start() {
 		>"$WORK/$name.out" 2>"$WORK/$name.err" &
 	SINK_PID=$!
 	disown "$SINK_PID" # its end is ours to check, not the shell's to announce
-	# Ready when its port listens (tcp, udp); a raw sink has no port to show, so give it
-	# a moment to set up its ring.
+	# Ready when its port listens (tcp, udp), or for raw when it has bound its packet
+	# socket to EtherType 0x88B5 (34997), its last step once filter and ring are set.
 	local i
 	for ((i = 0; i < 50; i++)); do
 		sleep 0.1
 		kill -0 "$SINK_PID" 2>/dev/null || fail "sink did not start: $(cat "$WORK/$name.err")"
 		if [ "$link" = raw ]; then
-			[ $i -ge 2 ] && return 0
+			ip netns exec "$NS_S" ss -H -0 -p | grep -q "^p_raw.*\[34997\]:.*pid=$SINK_PID," && return 0
 		elif [ -n "$(ip netns exec "$NS_S" ss -Hltun "sport = :$PORT")" ]; then
 			return 0
 		fi
