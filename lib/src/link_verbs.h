@@ -4,8 +4,11 @@
  * One link is one RC queue pair found by librdmacm from an IP address. Control frames
  * (docs/wire.md) travel as SENDs, header included, into small receive frames. Data
  * depends on the op the hello chose:
- *   write (default)  RDMA WRITE WITH IMMEDIATE into the receiver's ring of slots; the
- *                    immediate carries the slot (low 8 bits) and the low 24 bits of seq;
+ *   write (default)  RDMA WRITEs into consecutive slots of the receiver's ring; the last
+ *                    of each posted batch (and any message shorter than the negotiated
+ *                    size) goes WITH IMMEDIATE: the slot (low 8 bits) and the low 24
+ *                    bits of its seq. Its completion stands for the whole batch, since
+ *                    RC places the writes in order: one receive completion per batch;
  *   send             SEND WITH IMMEDIATE (imm: low 32 bits of seq) into ring buffers the
  *                    receiver posted;
  *   read             the sender SENDs a 16-byte notice (offset, length in its registered

@@ -259,20 +259,26 @@ static int check_len(struct verbs_link *v, uint32_t len, struct ds_error *err)
         return 0;
 }
 
-/* Write op: the data is already in its slot; the immediate says which, and its number. */
+/* Write op: a batch of messages is already in consecutive slots. The immediate of its last
+ * says which slot that is and its number; the ones before it came as plain writes, each a
+ * whole message, and RC placed them before the last. */
 static int on_write(struct verbs_link *v, const struct ibv_wc *wc, struct ds_error *err)
 {
         if (v->sender || !v->started || v->op != DS_OP_WRITE)
                 return reject(v, DS_WIRE_TYPE_BAD, "wrote data where none was due", err);
         uint32_t imm = be32toh(wc->imm_data);
-        uint32_t slot = imm & 0xffu;
-        if (slot != v->data_in % v->slots)
+        uint64_t last = widen(v->next_seq, imm >> 8, 24);
+        if (last < v->next_seq || last - v->next_seq >= v->credited + v->slots - v->data_in)
+                return reject(v, DS_WIRE_SESSION_BAD, "sends beyond its credit", err);
+        uint64_t count = last - v->next_seq + 1;
+        if ((imm & 0xffu) != (v->data_in + count - 1) % v->slots)
                 return reject(v, DS_WIRE_OFFSET_BAD, "wrote outside the slot its credit allowed",
                               err);
         int rc = check_len(v, wc->byte_len, err);
-        if (rc < 0)
-                return rc;
-        return deliver(v, slot, wc->byte_len, widen(v->next_seq, imm >> 8, 24), 0, err);
+        for (uint64_t seq = v->next_seq; rc == 0 && seq <= last; seq++)
+                rc = deliver(v, (uint32_t)(v->data_in % v->slots),
+                             seq == last ? wc->byte_len : v->msg_size, seq, 0, err);
+        return rc;
 }
 
 /* Read op: a notice of where the message lies in the sender's pool; pull it into the
@@ -536,12 +542,22 @@ static int check_msgs(const struct verbs_link *v, const struct ds_msg *msgs, uns
                                        "verbs send: %u bytes at %p are not a message in the "
                                        "registered pool",
                                        msgs[i].len, msgs[i].buf);
+                /* The write op numbers unmarked messages by their place (add_data). */
+                if (v->op == DS_OP_WRITE && msgs[i].seq != v->sent + i)
+                        return ds_fail(err, -EINVAL,
+                                       "verbs send: message %llu comes as number %llu; a link's "
+                                       "messages go in order from 0",
+                                       (unsigned long long)msgs[i].seq,
+                                       (unsigned long long)(v->sent + i));
         }
         return 0;
 }
 
+/* Appends message number (this link's count) to the batch. The write op marks (with an
+ * immediate) only a batch's last message and any shorter than the negotiated size: the
+ * receiver takes one completion per batch, and knows the unmarked ones' length. */
 static void add_data(struct verbs_link *v, struct sq_batch *b, const struct ds_msg *m,
-                     uint64_t number)
+                     uint64_t number, bool last)
 {
         uint32_t lkey = v->pool_mr->lkey;
         struct ibv_send_wr *wr;
@@ -558,8 +574,11 @@ static void add_data(struct verbs_link *v, struct sq_batch *b, const struct ds_m
                 wr->imm_data = htobe32((uint32_t)m->seq);
         } else {
                 uint32_t slot = (uint32_t)(number % v->slots);
-                wr = sq_add(v, b, VB_SQ_DATA, IBV_WR_RDMA_WRITE_WITH_IMM, m->buf, m->len, lkey);
-                wr->imm_data = htobe32((uint32_t)m->seq << 8 | slot);
+                bool mark = last || m->len != v->msg_size;
+                wr = sq_add(v, b, VB_SQ_DATA, mark ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+                            m->buf, m->len, lkey);
+                if (mark)
+                        wr->imm_data = htobe32((uint32_t)m->seq << 8 | slot);
                 wr->wr.rdma.remote_addr = v->peer_addr + (uint64_t)slot * v->peer_stride;
                 wr->wr.rdma.rkey = v->peer_rkey;
         }
@@ -581,7 +600,7 @@ int vb_send(struct ds_link *link, const struct ds_msg *msgs, unsigned n, struct 
         if (rc == 0 && room > 0) {
                 struct sq_batch b = {.n = 0};
                 for (unsigned i = 0; i < room; i++)
-                        add_data(v, &b, &msgs[i], v->sent + i);
+                        add_data(v, &b, &msgs[i], v->sent + i, i == room - 1);
                 rc = sq_flush(v, &b, err);
         }
         if (rc == 0) {
