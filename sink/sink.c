@@ -7,18 +7,11 @@
 
 #include <err.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        stop_requested = 1;
-}
+static atomic_bool stop_requested;
 
 static void usage(FILE *out)
 {
@@ -114,7 +107,7 @@ int main(int argc, char **argv)
 {
         struct ds_sink_options o = {.where = {.port = 5050}, .idle_ms = 3000};
         parse(argc, argv, &o);
-        ds_cli_catch_stop(on_signal);
+        ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};
         if (ds_sink_serve(&o, &stop_requested, &err) < 0)
                 errx(1, "%s", err.text);

@@ -2,6 +2,7 @@
 #ifndef DS_STRIPE_CMD_H
 #define DS_STRIPE_CMD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,7 +37,7 @@ unsigned cmd_flags(const struct stripe_cmd *cmd);
 /* Says once per process, on stderr, that O_DIRECT was refused and where. */
 void cmd_note_buffered(const struct ds_stripe *stripe, const char *const *dirs);
 /* Set by SIGINT/SIGTERM so a put can stop and clean up. */
-extern volatile int cmd_interrupted;
+extern atomic_bool cmd_interrupted;
 
 /* A progress line on stderr, drawn only when stderr is a terminal. */
 struct progress {

@@ -14,7 +14,7 @@
 #include "crc32c_int.h"
 #include "stripe_cmd.h"
 
-volatile int cmd_interrupted;
+atomic_bool cmd_interrupted;
 
 static void usage(FILE *out)
 {
@@ -45,12 +45,6 @@ static const struct subcommand subcommands[] = {
     {"stat", cmd_stat, 2, 2, ""},     {"verify", cmd_verify, 2, 2, "d"}, {"rm", cmd_rm, 2, 2, ""},
     {"bench", cmd_bench, 1, 1, "su"},
 };
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        cmd_interrupted = 1;
-}
 
 /* DS_CRC32C forces a CRC-32C implementation (tests, benches); a name this CPU cannot run
  * is a mistake to report, not one to measure around quietly. */
@@ -149,7 +143,7 @@ int main(int argc, char **argv)
                 errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
         }
         check_crc_choice();
-        ds_cli_catch_stop(on_signal);
+        ds_cli_catch_stop(&cmd_interrupted);
         return sub->run(&cmd);
 }
 

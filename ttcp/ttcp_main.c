@@ -213,12 +213,6 @@ static void check_options(const struct ttcp_options *opt)
                 errx(2, "-w: the transmitter decides how long a run lasts");
 }
 
-static void on_signal(int signo)
-{
-        (void)signo;
-        atomic_store(&ttcp_stop, true);
-}
-
 static void add_json_extras(struct ds_json *json, void *ctx)
 {
         const struct ttcp_outcome *out = ctx;
@@ -249,7 +243,7 @@ int main(int argc, char **argv)
 
         parse_options(argc, argv, &opt);
         check_options(&opt);
-        ds_cli_catch_stop(on_signal);
+        ds_cli_catch_stop(&ttcp_stop);
 
         role = opt.transmit ? "send" : "recv";
         if (ds_live_open(&live, "ttcp", role, opt.udp ? "udp" : "tcp", NULL, &error) != 0)

@@ -28,7 +28,7 @@ struct stream {
         struct ds_pool *pool;
         struct ds_session session;
         struct ds_live_segment *seg;
-        volatile sig_atomic_t *stop;
+        const atomic_bool *stop;
         uint64_t quota;       /* messages (count mode) */
         uint64_t deadline_ns; /* duration mode */
         uint64_t start_ns;
@@ -283,8 +283,7 @@ static void print_sink_line(const struct ds_report *send_report, const struct ru
 }
 
 static int streams_open(struct stream *streams, const struct ds_blast_options *o,
-                        struct ds_live_segment *seg, volatile sig_atomic_t *stop,
-                        struct ds_error *err)
+                        struct ds_live_segment *seg, const atomic_bool *stop, struct ds_error *err)
 {
         uint64_t run_id = new_run_id();
         for (unsigned i = 0; i < o->streams; i++) {
@@ -351,8 +350,8 @@ static int streams_drive(struct stream *streams, const struct ds_blast_options *
 }
 
 static int run_repeat(const struct ds_blast_options *o, struct ds_live *live,
-                      volatile sig_atomic_t *stop, struct ds_result *result,
-                      struct run_totals *totals, struct ds_error *err)
+                      const atomic_bool *stop, struct ds_result *result, struct run_totals *totals,
+                      struct ds_error *err)
 {
         struct ds_live_segment *seg = ds_live_segment(live);
         atomic_store(&seg->messages, 0);
@@ -404,7 +403,7 @@ static int run_repeat(const struct ds_blast_options *o, struct ds_live *live,
         return rc;
 }
 
-int ds_blast_run(const struct ds_blast_options *options, volatile sig_atomic_t *stop,
+int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop,
                  struct ds_error *err)
 {
         struct ds_blast_options o = *options;

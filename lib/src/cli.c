@@ -58,8 +58,17 @@ _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_resul
         errx(2, "unknown option '%s' (try '%s --help')", name, tool);
 }
 
-void ds_cli_catch_stop(void (*on_stop)(int))
+static atomic_bool *stop_flag;
+
+static void on_stop(int sig)
 {
+        (void)sig;
+        atomic_store(stop_flag, true); /* lock-free, so safe in a handler */
+}
+
+void ds_cli_catch_stop(atomic_bool *stop)
+{
+        stop_flag = stop;
         struct sigaction sa = {.sa_handler = on_stop};
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)

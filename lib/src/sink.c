@@ -326,8 +326,7 @@ static uint64_t listener_rejects(const struct ds_link_listener *l, uint64_t *see
         return fresh;
 }
 
-int ds_sink_serve(const struct ds_sink_options *o, volatile sig_atomic_t *stop,
-                  struct ds_error *err)
+int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, struct ds_error *err)
 {
         struct sink k = {.o = o};
         pthread_mutex_init(&k.lock, NULL);

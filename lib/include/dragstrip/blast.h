@@ -4,7 +4,7 @@
 #ifndef DRAGSTRIP_BLAST_H
 #define DRAGSTRIP_BLAST_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,9 +33,9 @@ struct ds_blast_options {
 };
 
 /* Runs every repeat, printing each through the reporter (with the sink's own counts),
- * then a summary when repeat > 1. stop (may be NULL) ends the run early when it becomes
- * non-zero. Returns 0 when every repeat completed, or a negative errno with err filled. */
-int ds_blast_run(const struct ds_blast_options *options, volatile sig_atomic_t *stop,
+ * then a summary when repeat > 1. stop (may be NULL) ends the run early once it is set. Returns 0
+ * when every repeat completed, or a negative errno with err filled. */
+int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop,
                  struct ds_error *err);
 
 struct ds_sink_options {
@@ -46,10 +46,10 @@ struct ds_sink_options {
         struct ds_report_config report;
 };
 
-/* Serves runs until *stop becomes non-zero (or after one run with once), printing a
+/* Serves runs until *stop is set (or after one run with once), printing a
  * report for each. Each link gets its own thread. Returns 0, or a negative errno with
  * err filled when listening fails (or, with once, when the run failed). */
-int ds_sink_serve(const struct ds_sink_options *options, volatile sig_atomic_t *stop,
+int ds_sink_serve(const struct ds_sink_options *options, const atomic_bool *stop,
                   struct ds_error *err);
 
 #endif

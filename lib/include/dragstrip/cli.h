@@ -3,6 +3,8 @@
 #ifndef DRAGSTRIP_CLI_H
 #define DRAGSTRIP_CLI_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The size arg given to option opt (as the user typed it: "-l", "--window") within
@@ -18,8 +20,8 @@ char ds_cli_rate_unit(const char *opt, const char *arg);
 /* For getopt_long's '?' and ':' (the option string starting with ':', opterr = 0): one
  * line naming the unknown option, or the one missing its value, and exit(2). */
 _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result);
-/* SIGINT and SIGTERM call on_stop (which should only set a flag); SIGPIPE is ignored, so
- * a vanished peer shows up as EPIPE, not as a dead process. */
-void ds_cli_catch_stop(void (*on_stop)(int));
+/* SIGINT and SIGTERM set *stop, which the tool's run polls; SIGPIPE is ignored, so a
+ * vanished peer shows up as EPIPE, not as a dead process. */
+void ds_cli_catch_stop(atomic_bool *stop);
 
 #endif
