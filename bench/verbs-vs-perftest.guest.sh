@@ -3,7 +3,8 @@
 # device (rxe0 on a dummy netdev, both ends on 198.18.0.1) it alternates blast/sink -x
 # verbs with ib_write_bw (default op: RDMA WRITE WITH IMMEDIATE) and blast --op send with
 # ib_send_bw, at 64 KiB and 1 MiB, RUNS times SECONDS each. One line per run goes to
-# $DS_VM_WORK/results.tsv: case, tool, size, MB/s (10^6 B/s), receive side or equivalent.
+# $DS_VM_WORK/results.tsv: case, tool, size, MB/s (10^6 B/s) receive side or equivalent,
+# and the run's number.
 #   boot.sh bench/verbs-vs-perftest.guest.sh RUNS SECONDS
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +32,7 @@ trap 'kill "$sink_pid" 2>/dev/null || true' EXIT
 ds_vm_wait_rdma_cm 5050 || ds_vm_die "sink did not listen"
 
 record() { # record CASE TOOL SIZE MB_PER_S
-	printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$@" "$run" >>"$results"
 	printf 'run %s/%s: %-5s %-11s %4s %8.1f MB/s\n' "$run" "$runs" "$1" "$2" "$3" "$4"
 }
 

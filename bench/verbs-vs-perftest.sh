@@ -60,3 +60,18 @@ sort -t$'\t' -k4,4g "$results" | awk -F'\t' '
 				       median(mine) / median(peer), ops[i] == "write" ? "   (the Bar: >= 1.0)" : ""
 		}
 	}'
+# The two runs of a pair go back to back and share the host's load of the moment, so the
+# ratio within each pair is steadier than the ratio of medians: its median and range.
+awk -F'\t' '
+	{ key = $1 "\t" $3 "\t" $5; if ($2 == "blast") mine[key] = $4; else peer[key] = $4 }
+	END { for (k in mine) if ((k in peer) && peer[k] > 0) print k "\t" mine[k] / peer[k] }' \
+	"$results" | sort -t$'\t' -k1,1 -k2,2 -k4,4g | awk -F'\t' '
+	{ key = $1 " " $2; if (!(key in n)) order[++keys] = key; r[key, ++n[key]] = $4 }
+	END {
+		for (i = 1; i <= keys; i++) {
+			key = order[i]; k = n[key]; split(key, f, " ")
+			m = (k % 2) ? r[key, (k + 1) / 2] : (r[key, k / 2] + r[key, k / 2 + 1]) / 2
+			printf "paired ratio blast/ib_%s_bw at %-3s median %.2f (%.2f-%.2f, %d pairs)\n",
+			       f[1], f[2], m, r[key, 1], r[key, k], k
+		}
+	}'
