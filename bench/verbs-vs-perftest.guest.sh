@@ -1,8 +1,9 @@
 #!/bin/bash
 # Guest half of bench/verbs-vs-perftest.sh, run by tests/vm/boot.sh: on one soft-RoCE
 # device (rxe0 on a dummy netdev, both ends on 198.18.0.1) it alternates blast/sink -x
-# verbs with ib_write_bw (default op: RDMA WRITE WITH IMMEDIATE) and blast --op send with
-# ib_send_bw, at 64 KiB and 1 MiB, RUNS times SECONDS each. One line per run goes to
+# verbs with ib_write_bw (default op: RDMA WRITEs, one WITH IMMEDIATE per batch) and blast
+# --op send with ib_send_bw, at 64 KiB and 1 MiB (or DS_BENCH_SIZES, DS_BENCH_OPS), RUNS
+# times SECONDS each. One line per run goes to
 # $DS_VM_WORK/results.tsv: case, tool, size, MB/s (10^6 B/s) receive side or equivalent,
 # and the run's number.
 #   boot.sh bench/verbs-vs-perftest.guest.sh RUNS SECONDS
@@ -77,8 +78,8 @@ perftest_run() {
 }
 
 for ((run = 1; run <= runs; run++)); do
-	for size in 64K 1M; do
-		for op in write send; do
+	for size in ${DS_BENCH_SIZES:-64K 1M}; do
+		for op in ${DS_BENCH_OPS:-write send}; do
 			# Who goes first alternates, so drift in the host's load favours neither.
 			if ((run % 2)); then
 				blast_run "$op" "$size"

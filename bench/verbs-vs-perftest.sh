@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # blast/sink -x verbs against perftest on the same soft-RoCE device in one boot of the
-# test VM (tests/vm): blast (default op, RDMA WRITE WITH IMMEDIATE) against ib_write_bw,
+# test VM (tests/vm): blast (default op, RDMA WRITEs) against ib_write_bw,
 # blast --op send against ib_send_bw, at -l 64K and 1M, run after run in alternation.
 # Prints medians, spreads (min-max) and blast/perftest ratios, receive side or
 # equivalent, MB/s = 10^6 bytes/s. The guest half is verbs-vs-perftest.guest.sh.
 # Needs root, qemu and a VM cache (tests/vm/prepare.sh; DS_VM_CACHE names it).
+# DS_BENCH_OPS ("write send") and DS_BENCH_SIZES ("64K 1M") narrow the cases, so that more
+# runs of one case fit in the time.
 #   DS_BIN=build/bin bench/verbs-vs-perftest.sh [RUNS] [SECONDS]
 set -euo pipefail
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
@@ -13,13 +15,23 @@ seconds=${2:-5}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench: RUNS '$runs' is not a count" >&2; exit 1; }
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bench: SECONDS '$seconds' is not whole seconds" >&2; exit 1; }
 [ -x "$bin/blast" ] || { echo "bench: no blast in DS_BIN=$bin" >&2; exit 1; }
+export DS_BENCH_OPS=${DS_BENCH_OPS:-"write send"} DS_BENCH_SIZES=${DS_BENCH_SIZES:-"64K 1M"}
+for op in $DS_BENCH_OPS; do
+	[[ $op =~ ^(write|send)$ ]] || { echo "bench: DS_BENCH_OPS: '$op' is not write or send" >&2; exit 1; }
+done
+for size in $DS_BENCH_SIZES; do
+	[[ $size =~ ^[1-9][0-9]*[KM]?$ ]] || { echo "bench: DS_BENCH_SIZES: '$size' is not a size like 64K" >&2; exit 1; }
+done
+read -ra ops <<<"$DS_BENCH_OPS"
+read -ra sizes <<<"$DS_BENCH_SIZES"
+cases=$((${#ops[@]} * ${#sizes[@]} * 2))
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Each run of each of 8 cases: the tool's SECONDS (perftest's plus 2 s of margins) and
+# Each run of each case and tool: the tool's SECONDS (perftest's plus 2 s of margins) and
 # about 10 s of set-up under TCG.
-DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --timeout $((120 + runs * 8 * (seconds + 12))) \
+DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --timeout $((120 + runs * cases * (seconds + 12))) \
 	--workdir "$work/vm" "$here/verbs-vs-perftest.guest.sh" "$runs" "$seconds" \
 	>"$work/console.log" 2>&1 || {
 	tail -40 "$work/console.log" >&2
@@ -35,29 +47,29 @@ printf 'blast: the sink'"'"'s figure; perftest: its report over its %s s sample.
 	"$seconds"
 printf '%-5s %-11s %5s %9s %9s %9s\n' op tool size median min max
 # One line per case and tool: median, min, max; then the ratios of the medians.
-sort -t$'\t' -k4,4g "$results" | awk -F'\t' '
+sort -t$'\t' -k4,4g "$results" | awk -F'\t' -v ops="$DS_BENCH_OPS" -v sizes="$DS_BENCH_SIZES" '
 	{ key = $1 " " $2 " " $3; v[key, ++n[key]] = $4 }
 	function median(key, k) {
 		k = n[key]
 		return (k % 2) ? v[key, (k + 1) / 2] : (v[key, k / 2] + v[key, k / 2 + 1]) / 2
 	}
 	END {
-		split("write send", ops, " "); split("64K 1M", sizes, " ")
-		for (i = 1; i <= 2; i++) for (j = 1; j <= 2; j++) {
-			split("blast ib_" ops[i] "_bw", tools, " ")
+		nops = split(ops, op, " "); nsizes = split(sizes, size, " ")
+		for (i = 1; i <= nops; i++) for (j = 1; j <= nsizes; j++) {
+			split("blast ib_" op[i] "_bw", tools, " ")
 			for (t = 1; t <= 2; t++) {
-				key = ops[i] " " tools[t] " " sizes[j]
+				key = op[i] " " tools[t] " " size[j]
 				if (n[key])
-					printf "%-5s %-11s %5s %9.1f %9.1f %9.1f\n", ops[i], tools[t],
-					       sizes[j], median(key), v[key, 1], v[key, n[key]]
+					printf "%-5s %-11s %5s %9.1f %9.1f %9.1f\n", op[i], tools[t],
+					       size[j], median(key), v[key, 1], v[key, n[key]]
 			}
 		}
 		print ""
-		for (i = 1; i <= 2; i++) for (j = 1; j <= 2; j++) {
-			mine = ops[i] " blast " sizes[j]; peer = ops[i] " ib_" ops[i] "_bw " sizes[j]
+		for (i = 1; i <= nops; i++) for (j = 1; j <= nsizes; j++) {
+			mine = op[i] " blast " size[j]; peer = op[i] " ib_" op[i] "_bw " size[j]
 			if (n[mine] && n[peer] && median(peer) > 0)
-				printf "ratio blast/ib_%s_bw at %-3s %5.2f%s\n", ops[i], sizes[j],
-				       median(mine) / median(peer), ops[i] == "write" ? "   (the Bar: >= 1.0)" : ""
+				printf "ratio blast/ib_%s_bw at %-3s %5.2f%s\n", op[i], size[j],
+				       median(mine) / median(peer), op[i] == "write" ? "   (the Bar: >= 1.0)" : ""
 		}
 	}'
 # The two runs of a pair go back to back and share the host's load of the moment, so the
