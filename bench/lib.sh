@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers the bench scripts share; sourced, not run.
 
 # bench_wait_listening PORT [NETNS]: waits up to 5 s for a TCP or UDP socket bound to PORT
