@@ -8,7 +8,8 @@ bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 seconds=${DS_DEMO_SECONDS:-2}
 port=${DS_DEMO_PORT:-15001}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# Waits for the receivers to be gone, so that a run right after finds their ports free.
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 
 # print_row NAME LEN: the table row from the receiver's and sender's --json results.
 print_row() {

@@ -13,7 +13,8 @@ sizes=${DS_BENCH_SIZES:-"64K 128K 1M"}
 port=${DS_BENCH_PORT:-15201}
 command -v iperf3 >/dev/null || { echo "bench: iperf3 is not installed" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# Waits for the receivers to be gone, so that a run right after finds their ports free.
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 TIMEFORMAT='%U %S'
 results=$work/results.tsv
 

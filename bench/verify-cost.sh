@@ -11,7 +11,8 @@ runs=${1:-5}
 seconds=${2:-2}
 port=${DS_BENCH_PORT:-15301}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# Waits for the receivers to be gone, so that a run right after finds their ports free.
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 "$bin/sink" -p "$port" --json >"$work/sink.json" 2>"$work/sink.err" &
 bench_wait_listening "$port"
 run() { # run NAME [ARGS...]
@@ -23,8 +24,14 @@ run() { # run NAME [ARGS...]
 		"$work/blast.json" >>"$work/results.tsv"
 }
 for ((r = 1; r <= runs; r++)); do
-	run plain
-	run verify --verify
+	# Who goes first alternates, so that neither always runs on the other's leftovers.
+	if ((r % 2)); then
+		run plain
+		run verify --verify
+	else
+		run verify --verify
+		run plain
+	fi
 done
 median() {
 	awk -F'\t' -v n="$1" '$1 == n { print $2 }' "$work/results.tsv" | sort -g |
