@@ -9,8 +9,10 @@
 #include <dragstrip/pool.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,9 @@
 #define SEND_BATCH  32
 #define STAGE_BYTES (64u << 10)
 #define STALL_MS    10000 /* a peer silent this long in the middle of a record is gone */
+/* Payloads this large are awaited whole (await_bytes): 1 MiB records on loopback went from
+ * 4241 to 5171 MB/s; at 256 KiB the three extra calls cost more than the wake-ups saved. */
+#define LOWAT_MIN (512u << 10)
 
 struct tcp_link {
         struct ds_link base;
@@ -227,6 +232,33 @@ static int stage_fill(struct tcp_link *t, size_t want, size_t cap, struct ds_err
         return 0;
 }
 
+static int set_rcvlowat(int fd, size_t bytes)
+{
+        int v = bytes > INT_MAX / 2 ? INT_MAX / 2 : (int)bytes;
+        return setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v));
+}
+
+/* Waits until the socket holds want bytes (or as many as the kernel wakes a reader for):
+ * one wake-up for a large payload instead of one per segment. Only poll() waits with
+ * SO_RCVLOWAT raised; a read blocked with it raised could miss its wake-up for good,
+ * since the kernel counts the bytes not yet read, and the read takes them as they come. */
+static int await_bytes(struct tcp_link *t, size_t want, struct ds_error *err)
+{
+        if (set_rcvlowat(t->fd, want) < 0)
+                return 0; /* then the read wakes per segment: slower, no less correct */
+        struct pollfd p = {.fd = t->fd, .events = POLLIN};
+        int n;
+        while ((n = poll(&p, 1, STALL_MS)) < 0 && errno == EINTR)
+                ;
+        int poll_errno = errno;
+        set_rcvlowat(t->fd, 1);
+        if (n < 0)
+                return ds_fail(err, -poll_errno, "tcp poll");
+        if (n == 0)
+                return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record", t->base.peer);
+        return 0;
+}
+
 /* Reads a payload of len bytes into dst: first what the stage holds (one copy, counted),
  * the rest straight from the socket. */
 static int read_payload(struct tcp_link *t, uint8_t *dst, size_t len, struct ds_error *err)
@@ -237,6 +269,11 @@ static int read_payload(struct tcp_link *t, uint8_t *dst, size_t len, struct ds_
         memcpy(dst, t->stage + t->stage_off, staged);
         t->base.stats.bytes_copied += staged;
         t->stage_off += staged;
+        if (len - staged >= LOWAT_MIN) {
+                int rc = await_bytes(t, len - staged, err);
+                if (rc < 0)
+                        return rc;
+        }
         while (staged < len) {
                 ssize_t n = recv_some(t, dst + staged, len - staged, MSG_WAITALL, err);
                 if (n < 0)
