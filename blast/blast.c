@@ -152,11 +152,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         if (optind != argc - 1)
                 errx(2, "expected one DEST (the sink's host, or its MAC with -x raw); see -h");
         o->where.host = argv[optind];
-        o->link = ds_link_find(link);
-        if (!o->link)
-                errx(2, "-x: '%s' is not a link this build knows (%s)", link, ds_link_names());
-        if (strcmp(link, "raw") == 0 && !o->where.iface)
-                errx(2, "-x raw needs -d IFACE");
+        o->link = ds_cli_link(link, o->where.iface);
         if (count_given && o->duration_s > 0)
                 errx(2, "-n and -w are exclusive: send a count or for a time");
         if (o->op != DS_OP_DEFAULT && strcmp(link, "verbs") != 0)

@@ -94,11 +94,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
         }
         if (optind != argc)
                 errx(2, "unexpected argument '%s': sink takes options only; see -h", argv[optind]);
-        o->link = ds_link_find(link);
-        if (!o->link)
-                errx(2, "-x: '%s' is not a link this build knows (%s)", link, ds_link_names());
-        if (strcmp(link, "raw") == 0 && !o->where.iface)
-                errx(2, "-x raw needs -d IFACE");
+        o->link = ds_cli_link(link, o->where.iface);
         if (o->where.pcap_path && strcmp(link, "raw") != 0)
                 errx(2, "--pcap is for -x raw only");
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ds_link_ops;
+
 /* The size arg given to option opt (as the user typed it: "-l", "--window") within
  * [min, max]; otherwise one line on stderr, naming the range when that was the fault, and
  * exit(2). */
@@ -17,6 +19,8 @@ double ds_cli_seconds(const char *opt, const char *arg);
  * line and exit(2). */
 uint16_t ds_cli_port(const char *opt, const char *arg);
 char ds_cli_rate_unit(const char *opt, const char *arg);
+/* The link named by -x (raw also needs -d, iface), or one line and exit(2). */
+const struct ds_link_ops *ds_cli_link(const char *name, const char *iface);
 /* For getopt_long's '?' and ':' (the option string starting with ':', opterr = 0): one
  * line naming the unknown option, or the one missing its value, and exit(2). */
 _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result);
