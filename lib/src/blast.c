@@ -19,7 +19,6 @@
 
 #define BATCH       16         /* messages per send() call */
 #define BATCH_BYTES (1u << 20) /* at most, on links that copy at once (below) */
-#define BUFS_WORKER 16         /* buffers per worker (sync links reuse them at once) */
 #define MAX_WORKERS 2
 
 struct stream {
@@ -205,7 +204,9 @@ static int stream_open(struct stream *st, uint64_t run_id, struct ds_error *err)
         st->batch = BATCH;
         if (!(st->link->caps & DS_LINK_ASYNC_SEND) && o->msg_size > BATCH_BYTES / BATCH)
                 st->batch = o->msg_size >= BATCH_BYTES ? 1 : BATCH_BYTES / o->msg_size;
-        unsigned count = BUFS_WORKER * MAX_WORKERS;
+        /* A batch's worth per worker: a copying link hands them back as send() returns, an
+         * asynchronous one as they complete (reaped while the other batch is in flight). */
+        unsigned count = st->batch * MAX_WORKERS;
         rc = ds_pool_create(&st->pool, o->msg_size, count, 0, err);
         if (rc < 0)
                 return rc;
