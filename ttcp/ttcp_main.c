@@ -77,9 +77,18 @@ static void usage(FILE *to)
                     "  --json      one JSON object at the end (JSON lines with -i)\n"
                     "  --zerocopy  transmit with MSG_ZEROCOPY, reaping its completions\n"
                     "  --splice    receive by splice(2), never copying into user space\n"
-                    "  --timeout SEC  give up on a silent peer after SEC s (default 10)\n"
+                    "  --timeout SEC  give up on a silent peer after SEC s; 0 or inf: never\n"
+                    "              (default: 10 with -s, never when copying stdin/stdout)\n"
                     "  -h, --help  this text         --version  the version\n"
                     "Host may be a name, an IPv4 or an IPv6 address.\n");
+}
+
+/* --timeout: a duration, or 0, inf or none for no limit. */
+static double parse_timeout(const char *arg)
+{
+        if (strcmp(arg, "0") == 0 || strcmp(arg, "inf") == 0 || strcmp(arg, "none") == 0)
+                return 0;
+        return ds_cli_seconds("--timeout", arg);
 }
 
 static void parse_options(int argc, char **argv, struct ttcp_options *opt)
@@ -93,7 +102,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
             .port = TTCP_DEFAULT_PORT,
             .align = TTCP_DEFAULT_ALIGN,
             .streams = 1,
-            .timeout_s = 10,
+            .timeout_s = -1, /* until the options say whether -s is in force */
         };
         opterr = 0; /* one line of our own instead of getopt's two */
         while ((c = getopt_long(argc, argv, ":trsul:n:b:p:DA:O:f:TvdP:w:i:R:h", long_options,
@@ -115,7 +124,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->buf_len = ds_cli_size("-l", optarg, 1, 1ULL << 30);
                         break;
                 case 'n':
-                        opt->nbuf = ds_cli_size("-n", optarg, 1, UINT64_MAX);
+                        opt->nbuf = ds_cli_size("-n", optarg, 0, UINT64_MAX);
                         break;
                 case 'b':
                         opt->sockbuf = (int)ds_cli_size("-b", optarg, 1, 1ULL << 30);
@@ -167,7 +176,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->json = true;
                         break;
                 case OPT_TIMEOUT:
-                        opt->timeout_s = ds_cli_seconds("--timeout", optarg);
+                        opt->timeout_s = parse_timeout(optarg);
                         break;
                 case 'h':
                         usage(stdout);
@@ -182,6 +191,8 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
         if (transmit == receive)
                 errx(2, "say -t host to transmit or -r to receive (try 'ttcp --help')");
         opt->transmit = transmit;
+        if (opt->timeout_s < 0)
+                opt->timeout_s = opt->sink_mode ? TTCP_SINK_TIMEOUT_S : 0;
         if (transmit) {
                 if (optind != argc - 1)
                         errx(2, "-t needs exactly one host to send to");
@@ -237,7 +248,7 @@ int main(int argc, char **argv)
         struct ds_live *live;
         struct ds_report report;
         struct ds_result result;
-        struct ds_cpu cpu_start, cpu_end, cpu_used;
+        struct ds_cpu cpu_end, cpu_used;
         const char *role;
         int rc;
 
@@ -268,7 +279,6 @@ int main(int argc, char **argv)
                 err(1, "pipe");
 
         ttcp_print_banner(&opt);
-        ds_cpu_now(&cpu_start);
         ds_report_start(&report);
         if (opt.udp)
                 rc = opt.transmit ? ttcp_udp_transmit(&opt, ds_live_segment(live), &out, &error)
@@ -277,13 +287,14 @@ int main(int argc, char **argv)
                 rc = opt.transmit ? ttcp_tcp_transmit(&opt, ds_live_segment(live), &out, &error)
                                   : ttcp_tcp_receive(&opt, ds_live_segment(live), &out, &error);
         ds_cpu_now(&cpu_end);
+        uint64_t cpu_end_ns = ds_now_ns();
         ds_live_done(live);
 
         if (rc != 0) {
                 ds_live_close(live);
                 errx(1, "%s", error.text);
         }
-        cpu_used = ds_cpu_since(&cpu_start, &cpu_end);
+        cpu_used = ds_cpu_since(&out.cpu_at_start, &cpu_end);
         if (opt.json) {
                 report.start_ns = out.start_ns;
                 ds_report_finish_at(&report, out.end_ns, &result);
@@ -291,7 +302,8 @@ int main(int argc, char **argv)
         }
         struct ds_counters counters;
         ds_live_read(ds_live_segment(live), &counters);
-        ttcp_print_classic(&opt, &out, &counters, &cpu_used);
+        ttcp_print_classic(&opt, &out, &counters, &cpu_used,
+                           ds_seconds_between(out.start_ns, cpu_end_ns));
         ds_live_close(live);
         return 0;
 }

@@ -71,7 +71,7 @@ static int set_timeout_option(int fd, int name, double seconds, struct ds_error 
 }
 
 /* The per-connection options of both ends: -b, -D, -d, -R, --zerocopy and the timeout
- * that turns a silent peer into an error instead of a hang. */
+ * that turns a silent peer into an error instead of a wait (none: 0 blocks forever). */
 static int tune_socket(int fd, const struct ttcp_options *opt, struct ds_error *err)
 {
         int rc = 0;
@@ -92,10 +92,11 @@ static int tune_socket(int fd, const struct ttcp_options *opt, struct ds_error *
         if (rc == 0 && opt->zerocopy &&
             set_int_option(fd, SOL_SOCKET, SO_ZEROCOPY, 1, "SO_ZEROCOPY", NULL) != 0)
                 rc = ds_fail(err, -errno, "--zerocopy: this kernel refuses SO_ZEROCOPY");
-        /* Wake the receiver once per full buffer, not per segment: on loopback this took
-         * 1 MiB reads from 38 to about 50 Gbit/s and cut the receiver's CPU by a third.
-         * Less than a buffer still arrives at EOF or when --timeout passes. */
-        if (rc == 0 && !opt->transmit)
+        /* Wake a sink once per full buffer, not per segment: on loopback this took 1 MiB
+         * reads from 38 to about 50 Gbit/s and cut the receiver's CPU by a third. Less
+         * than a buffer still arrives at EOF or when --timeout passes. A receiver writing
+         * stdout hands bytes on as they come, as classic ttcp did. */
+        if (rc == 0 && !opt->transmit && opt->sink_mode)
                 rc = set_int_option(fd, SOL_SOCKET, SO_RCVLOWAT,
                                     opt->buf_len > INT_MAX ? INT_MAX : (int)opt->buf_len,
                                     "SO_RCVLOWAT", err);
@@ -121,7 +122,7 @@ static int reap_zerocopy(struct tcp_stream *s, bool wait)
                                 return ds_fail(&s->err, -errno, "reading zero-copy completions");
                         if (!wait)
                                 return 0;
-                        int ready = poll(&pfd, 1, (int)(s->opt->timeout_s * 1000));
+                        int ready = poll(&pfd, 1, ttcp_timeout_ms(s->opt));
                         if (ready == 0)
                                 return ds_fail(&s->err, -ETIMEDOUT,
                                                "the kernel held zero-copy buffers for %.0f s",
@@ -434,6 +435,8 @@ static int streams_finish(struct tcp_stream **streams, unsigned count, struct tt
                 out->touch_sum += s->touch_sum;
                 out->zc_completions += s->zc_done;
                 out->zc_copied += s->zc_copied;
+                if (!out->buf_addr)
+                        out->buf_addr = (uintptr_t)s->bufs.buf[0];
                 if (s->end_ns > out->end_ns)
                         out->end_ns = s->end_ns;
                 if (rc == 0 && s->rc != 0) {
@@ -451,13 +454,13 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
 {
         struct tcp_stream *streams[TTCP_MAX_STREAMS];
         unsigned count = 0;
+        int connect_ms = opt->timeout_s > 0 ? ttcp_timeout_ms(opt) : TTCP_CONNECT_TIMEOUT_S * 1000;
         int rc = 0;
 
         ttcp_say(opt, "socket");
         /* Every stream is connected before any sends, so the receiver sees them all. */
         for (; count < opt->streams; count++) {
-                int fd = ds_net_connect(opt->host, opt->port, SOCK_STREAM,
-                                        (int)(opt->timeout_s * 1000), err);
+                int fd = ds_net_connect(opt->host, opt->port, SOCK_STREAM, connect_ms, err);
                 if (fd < 0) {
                         rc = fd;
                         break;
@@ -477,7 +480,7 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
         }
         ttcp_say(opt, "connect");
         snprintf(out->peer, sizeof out->peer, "%s", opt->host);
-        out->start_ns = ds_now_ns();
+        ttcp_mark_start(out, ds_now_ns());
         supervise_begin(out->start_ns, opt->duration_s, NULL, NULL);
         for (unsigned i = 0; i < count && rc == 0; i++)
                 rc = stream_start(streams[i], transmit_thread, err);
@@ -524,7 +527,7 @@ int ttcp_tcp_receive(const struct ttcp_options *opt, struct ds_live_segment *liv
                 if (count == 0) {
                         ttcp_say(opt, "accept from %s", peer);
                         snprintf(out->peer, sizeof out->peer, "%s", peer);
-                        out->start_ns = ds_now_ns();
+                        ttcp_mark_start(out, ds_now_ns());
                         supervise_begin(out->start_ns, 0, shut_streams, &set);
                 }
                 streams[count++] = s;
@@ -544,5 +547,12 @@ int ttcp_tcp_receive(const struct ttcp_options *opt, struct ds_live_segment *liv
         if (close(listen_fd) != 0 && rc == 0)
                 rc = ds_fail(err, -errno, "close");
         int joined = streams_finish(streams, count, out, err);
+        if (rc == 0 && joined == 0 && out->bytes == 0)
+                return ds_fail(err, 0,
+                               atomic_load(&ttcp_stop)
+                                   ? "stopped before %s sent any data"
+                                   : "%s connected and closed without sending data",
+                               out->peer),
+                       -ENODATA;
         return rc != 0 ? rc : joined;
 }

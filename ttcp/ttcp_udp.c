@@ -223,7 +223,7 @@ static bool receive_one(struct udp_run *run, struct receive_state *st, const uns
         if (kind == DGRAM_SENTINEL) {
                 if (!st->going) {
                         st->going = true;
-                        run->out->start_ns = now;
+                        ttcp_mark_start(run->out, now);
                 } else if (run->out->udp_datagrams > 0 && !st->ending) {
                         st->ending = true;
                         st->ending_since = now;
@@ -240,7 +240,7 @@ static bool receive_one(struct udp_run *run, struct receive_state *st, const uns
                 return false; /* a straggler after the end: the run is already timed */
         if (!st->going) {     /* the start sentinel was lost */
                 st->going = true;
-                run->out->start_ns = now;
+                ttcp_mark_start(run->out, now);
         }
         run->out->udp_datagrams++;
         run->out->bytes += len;
@@ -277,18 +277,18 @@ static bool receive_one(struct udp_run *run, struct receive_state *st, const uns
         return false;
 }
 
-/* How long poll() may sleep: forever before the first datagram, then until the silence
- * that ends a run, or the end of the wait for a trailer. */
+/* How long poll() may sleep: forever before the first datagram (and throughout without
+ * --timeout), else until the silence that ends a run, or the end of the wait for a
+ * trailer. Forever is a second at a time, to notice Ctrl-C. */
 static int receive_wait_ms(const struct udp_run *run, const struct receive_state *st, uint64_t now)
 {
         uint64_t until;
 
-        if (!st->going)
-                return 1000; /* wake now and then to notice Ctrl-C */
+        if (!st->going || (!st->ending && run->opt->timeout_s <= 0))
+                return 1000;
         until = st->ending ? st->ending_since + TRAILER_WAIT_NS
-                           : st->last_data_ns + (uint64_t)(run->opt->timeout_s * 1e9);
-        if (st->last_data_ns == 0 && !st->ending)
-                until = run->out->start_ns + (uint64_t)(run->opt->timeout_s * 1e9);
+                           : (st->last_data_ns ? st->last_data_ns : run->out->start_ns) +
+                                 (uint64_t)(run->opt->timeout_s * 1e9);
         return until <= now ? 0 : (int)((until - now) / 1000000) + 1;
 }
 
@@ -307,6 +307,8 @@ static int receive_loop(struct udp_run *run, struct receive_state *st)
 
                 if (got < 0 && errno != EAGAIN && errno != EINTR)
                         return ds_fail(&run->err, -errno, "receive");
+                if (got > 0)
+                        run->out->io_calls++; /* one recvmmsg, up to BATCH datagrams */
                 for (int i = 0; i < got; i++)
                         if (receive_one(run, st, run->bufs.buf[i], msgs[i].msg_len, now))
                                 return run->rc;
@@ -340,6 +342,12 @@ static void *receive_thread(void *arg)
                 if (run->out->end_ns == 0)
                         run->out->end_ns = st->last_data_ns ? st->last_data_ns : ds_now_ns();
                 run->out->udp_expected = st->expected;
+                if (run->rc == 0 && run->out->udp_datagrams == 0) {
+                        ds_fail(&run->err, 0, "%s",
+                                st->going ? "the run ended without any data"
+                                          : "stopped before any data arrived");
+                        run->rc = -ENODATA;
+                }
                 ds_live_fault(run->live, DS_FAULT_LOST, ds_seqtrack_lost(&st->seq, st->expected));
                 free(st);
         }
@@ -358,6 +366,7 @@ static int run_thread(struct udp_run *run, void *(*body)(void *), struct ds_erro
                 return ds_fail(err, rc, "pthread_create");
         supervise_until_done(-1);
         pthread_join(thread, NULL);
+        run->out->buf_addr = (uintptr_t)run->bufs.buf[0];
         ttcp_buffers_destroy(&run->bufs);
         if (close(run->fd) != 0 && run->rc == 0)
                 run->rc = ds_fail(&run->err, -errno, "close");
@@ -386,7 +395,7 @@ int ttcp_udp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
         snprintf(out->peer, sizeof out->peer, "%s", opt->host);
         out->streams = 1;
         send_sentinels(&run, 1, false);
-        out->start_ns = ds_now_ns();
+        ttcp_mark_start(out, ds_now_ns());
         supervise_begin(out->start_ns, opt->duration_s, NULL, NULL);
         return run_thread(&run, transmit_thread, err);
 }

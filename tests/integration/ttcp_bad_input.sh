@@ -17,10 +17,14 @@ expect_error "a bad rate unit" "-f: 'x' is not a unit" "$ttcp" -r -s -f x
 expect_error "a bad duration" "-w: 'soon' is not a duration" "$ttcp" -t -s -w soon 127.0.0.1
 expect_error "UDP datagram too long" "-l: a UDP datagram holds at most" "$ttcp" -t -u -s -l 70000 127.0.0.1
 expect_error "parallel UDP" "-P: parallel streams are TCP only" "$ttcp" -t -u -s -P 2 127.0.0.1
+expect_error "a negative timeout" "--timeout: '-1' is not a duration" "$ttcp" -r -s --timeout -1
 expect_error "splice on a transmitter" "--splice is for a TCP receiver" "$ttcp" -t -s --splice 127.0.0.1
 
 # Nobody listening, a name that does not resolve.
 expect_error "connection refused" "Connection refused" "$ttcp" -t -s -p 16501 127.0.0.1
+# --timeout takes 0 and inf for "wait forever": these get as far as connecting.
+expect_error "--timeout 0 is accepted" "Connection refused" "$ttcp" -t -s --timeout 0 -p 16501 127.0.0.1
+expect_error "--timeout inf is accepted" "Connection refused" "$ttcp" -t -s --timeout inf -p 16501 127.0.0.1
 expect_error "an unknown host" "no\\.such\\.host\\.invalid" "$ttcp" -t -s --timeout 3 no.such.host.invalid
 
 # The port is taken.

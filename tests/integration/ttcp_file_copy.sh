@@ -16,11 +16,11 @@ copy() {
 	"$ttcp" -r -p "$port" "${ropts[@]}" >"$work/out" 2>"$work/r.err" &
 	local receiver=$!
 	wait_listening "$port"
-	"$ttcp" -t -p "$port" "${topts[@]}" "$host" <"$work/in" 2>"$work/t.err" ||
-		fail "$name: transmitter: $(cat "$work/t.err")"
+	"$ttcp" -t -p "$port" "${topts[@]}" "$host" <"$work/in" >"$work/t.out" 2>&1 ||
+		fail "$name: transmitter: $(cat "$work/t.out")"
 	wait "$receiver" || fail "$name: receiver: $(cat "$work/r.err")"
 	cmp -s "$work/in" "$work/out" || fail "$name: the copy differs from the original"
-	[ "$(classic_bytes "$work/t.err")" = 25000000 ] || fail "$name: transmitter count wrong"
+	[ "$(classic_bytes "$work/t.out")" = 25000000 ] || fail "$name: transmitter count wrong"
 	[ "$(classic_bytes "$work/r.err")" = 25000000 ] || fail "$name: receiver count wrong"
 	pass "$name"
 }
@@ -31,7 +31,7 @@ copy "IPv6" ::1
 copy "a host name" localhost
 copy "odd sizes, alignment and offset" 127.0.0.1 -l 12345 -A 64 -O 3 -- -l 777 -O 5 -T
 copy "zero-copy sends" 127.0.0.1 -l 256K --zerocopy
-grep -q 'zerocopy: [1-9][0-9]* sends released' "$work/t.err" ||
+grep -q 'zerocopy: [1-9][0-9]* sends released' "$work/t.out" ||
 	fail "--zerocopy did not report its completions"
 copy "splice receives" 127.0.0.1 -l 256K -- --splice -l 256K
 echo "$checks passed, 0 failed"

@@ -2,7 +2,7 @@
 # sentinels never arrive.
 source "$(dirname "$0")/lib.sh"
 ttcp=$DS_BIN/ttcp
-peer="python3 $DS_SRC/tests/integration/classic_udp_peer.py"
+peer="python3 $DS_SRC/tests/integration/seq_udp_peer.py"
 
 # receive PORT [ttcp options]: a JSON receiver in the background; its output in $work/r.*
 receive() {
