@@ -49,7 +49,7 @@ const char *ds_page_kind_name(enum ds_page_kind kind); /* "plain", "thp", "huget
 int ds_pool_index_of(const struct ds_pool *pool, const void *buf);
 
 /* A free list for a single thread: take a free buffer (NULL when all are out) and give it
- * back. Threads that hand buffers to each other use a ds_ring instead. */
+ * back. */
 void *ds_pool_get(struct ds_pool *pool);
 void ds_pool_put(struct ds_pool *pool, void *buf);
 

@@ -41,7 +41,6 @@ enum ds_wire_reject {
         DS_WIRE_TOO_BIG,     /* message larger than this link accepts */
         DS_WIRE_CTL_BAD,     /* control payload of the wrong size or with a bad field */
         DS_WIRE_SESSION_BAD, /* not the session this link carries */
-        DS_WIRE_TRAIN_BAD,   /* fragment out of train order (raw reassembly) */
         DS_WIRE_REJECT_COUNT
 };
 const char *ds_wire_reject_name(enum ds_wire_reject reason); /* "short", "magic", ... */
