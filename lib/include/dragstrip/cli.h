@@ -1,5 +1,7 @@
 /* What every tool's command line shares: one wording for a bad value and one exit status
- * (2) for it, and the signals that ask a run to stop. Only main() calls these: they exit. */
+ * (2) for it, and the signals that ask a run to stop. Only main() calls these: they exit.
+ * They live in the tools' own library (ds::cli), not in libdragstrip, which never prints
+ * or exits; this header is not installed. */
 #ifndef DRAGSTRIP_CLI_H
 #define DRAGSTRIP_CLI_H
 
