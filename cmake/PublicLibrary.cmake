@@ -18,7 +18,7 @@ function(ds_public_library target)
   add_custom_command(OUTPUT ${public}
     COMMAND ${CMAKE_LINKER} -r -o ${merged} $<TARGET_OBJECTS:${target}>
     COMMAND ${CMAKE_OBJCOPY} --wildcard --keep-global-symbol=ds_* ${merged} ${public}
-    DEPENDS $<TARGET_OBJECTS:${target}>
+    DEPENDS ${target} $<TARGET_OBJECTS:${target}>
     COMMAND_EXPAND_LISTS
     COMMENT "lib${target}.a: keeping only the ds_ symbols global")
   add_library(${target}_static STATIC ${public})
