@@ -212,6 +212,7 @@ void ds_live_start(struct ds_live *live)
 
 void ds_live_done(struct ds_live *live)
 {
+        live->seg->end_ns = ds_now_ns();
         atomic_store_explicit(&live->seg->state, DS_LIVE_DONE, memory_order_release);
 }
 

@@ -42,7 +42,7 @@ static void read_counters(const _Atomic uint64_t *messages, const _Atomic uint64
 
 /* One slot into the view; returns false for a slot that cannot be a slot. A slot being
  * claimed or changing hands while read is left out of this look. */
-static bool read_slot(const struct ds_live_slot *slot, struct ds_live_view *view)
+static bool read_slot(const struct ds_live_slot *slot, uint32_t position, struct ds_live_view *view)
 {
         uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
         if (state == DS_SLOT_FREE || state == DS_SLOT_CLAIMED)
@@ -54,6 +54,7 @@ static bool read_slot(const struct ds_live_slot *slot, struct ds_live_view *view
         struct ds_live_view_slot *out = &view->slots[view->slot_count];
         out->generation = atomic_load_explicit(&slot->generation, memory_order_acquire);
         out->kind = (enum ds_live_slot_kind)slot->kind;
+        out->position = position;
         out->index = slot->index;
         out->ended = state == DS_SLOT_ENDED;
         if (!copy_text(out->name, slot->name, sizeof(slot->name)))
@@ -106,11 +107,12 @@ int ds_live_parse(const void *mem, size_t len, struct ds_live_view *view, char *
         view->msg_size = seg->msg_size;
         view->start_ns = state == DS_LIVE_STARTING ? 0 : seg->start_ns;
         view->start_unix_ns = state == DS_LIVE_STARTING ? 0 : seg->start_unix_ns;
+        view->end_ns = state == DS_LIVE_DONE ? seg->end_ns : 0;
         read_counters(&seg->messages, &seg->bytes, seg->faults, &view->counters);
         const struct ds_live_slot *slots =
             (const struct ds_live_slot *)((const char *)mem + seg->slot_offset);
         for (uint32_t i = 0; i < seg->slot_count; i++)
-                if (!read_slot(&slots[i], view))
+                if (!read_slot(&slots[i], i, view))
                         return reject(note, note_len, "slot %u is not a slot", i);
         return 0;
 }

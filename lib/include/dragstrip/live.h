@@ -56,6 +56,7 @@ struct ds_live_segment {
         uint32_t slot_count;    /* slots after the header; 0 in private counters */
         uint32_t fault_count;   /* DS_FAULT_COUNT */
         uint64_t start_unix_ns; /* CLOCK_REALTIME of start_ns, for people */
+        uint64_t end_ns;        /* CLOCK_MONOTONIC at ds_live_done, 0 before */
 };
 
 enum ds_live_slot_state {
@@ -158,6 +159,7 @@ void ds_live_read(const struct ds_live_segment *seg, struct ds_counters *out);
 /* Reading someone else's segment (tach): ds_live_parse checks a mapped segment of len
  * bytes and copies what it says into a view; the text is made printable. */
 struct ds_live_view_slot {
+        uint32_t position; /* the slot's place in the segment */
         uint32_t index;
         uint32_t generation;
         enum ds_live_slot_kind kind;
@@ -173,6 +175,7 @@ struct ds_live_view {
         uint64_t msg_size;
         uint64_t start_ns;      /* CLOCK_MONOTONIC, 0 before the transfer began */
         uint64_t start_unix_ns; /* CLOCK_REALTIME of the same instant */
+        uint64_t end_ns;        /* CLOCK_MONOTONIC when the tool said it was done, or 0 */
         struct ds_counters counters;
         unsigned slot_count; /* slots in use or ended, in slot order */
         struct ds_live_view_slot slots[DS_LIVE_SLOTS];
