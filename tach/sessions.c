@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,41 @@
  * not mapped at all. */
 #define MAX_SEGMENT_BYTES (1u << 20)
 
+/* A segment's owner could cut its file short while we read the mapping, which the kernel
+ * answers with SIGBUS; while a segment is being read, that ends the read instead of tach. */
+static sigjmp_buf bus_jump;
+static volatile sig_atomic_t bus_armed;
+
+static void on_bus(int sig)
+{
+        if (bus_armed)
+                siglongjmp(bus_jump, 1);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
 void tach_sessions_init(struct tach_sessions *s, const char *dir)
 {
         memset(s, 0, sizeof(*s));
         s->dir = dir ? dir : "/dev/shm";
+        struct sigaction sa = {.sa_handler = on_bus};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, NULL);
+}
+
+/* ds_live_parse, with a SIGBUS from a shrunken file turned into a note. */
+static int guarded_parse(const void *mem, size_t len, struct ds_live_view *view, char *why,
+                         size_t why_len)
+{
+        if (sigsetjmp(bus_jump, 1)) {
+                bus_armed = 0;
+                snprintf(why, why_len, "its file shrank while being read");
+                return -EINVAL;
+        }
+        bus_armed = 1;
+        int rc = ds_live_parse(mem, len, view, why, why_len);
+        bus_armed = 0;
+        return rc;
 }
 
 static void unmap(struct tach_session *t)
@@ -156,7 +188,7 @@ static bool reread(struct tach_sessions *s, struct tach_session *t, uint64_t t_n
 {
         static struct ds_live_view view; /* 17 KB: off the stack */
         char why[128] = "";
-        int rc = ds_live_parse(t->mem, t->len, &view, why, sizeof(why));
+        int rc = guarded_parse(t->mem, t->len, &view, why, sizeof(why));
         if (rc == -EAGAIN)
                 return true;
         if (rc == 0 && view.pid != t->view.pid && t->view.pid != 0)
@@ -234,7 +266,7 @@ static void look_one(struct tach_sessions *s, int dir_fd, const char *name, uint
                         t->seen = false; /* its process is gone: the session has ended */
                 return; /* a segment left by a killed process; the next tool sweeps it */
         }
-        if (t && t->mem && t->inode == (uint64_t)st.st_ino) {
+        if (t && t->mem && t->inode == (uint64_t)st.st_ino && (size_t)st.st_size >= t->len) {
                 t->seen = reread(s, t, t_ns);
                 return;
         }
