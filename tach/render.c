@@ -85,8 +85,8 @@ struct columns {
 
 static struct columns session_columns(unsigned width)
 {
-        /* marker, tool, role, link, now, avg, peak, total and their spaces take 60 */
-        int rest = (int)width - 60;
+        /* marker, tool, role, link, now, avg, peak, total and their spaces take 61 */
+        int rest = (int)width - 61;
         int peer = rest - 20;
         peer = peer < PEER_MIN ? PEER_MIN : peer > PEER_MAX ? PEER_MAX : peer;
         int spark = rest - peer - 1;
@@ -132,7 +132,7 @@ static void session_row(struct tach_screen *scr, const struct tach_session *t, b
                                 : any_fault(&w->counters) ? TACH_STYLE_ERRORS
                                                           : TACH_STYLE_PLAIN;
         spark_of(spark, sizeof(spark), &t->rate, now_ns, col.spark, v->utf8);
-        add(scr, style, "%c%-6.6s %-4.4s %-5.5s %-*.*s %*s %*s %*s %*s %s", selected ? '>' : ' ',
+        add(scr, style, "%c%-6.6s %-5.5s %-5.5s %-*.*s %*s %*s %*s %*s %s", selected ? '>' : ' ',
             w->tool, w->role, w->link, (int)col.peer, (int)col.peer, w->peer[0] ? w->peer : "-",
             RATE_W, t->ended ? "ended" : tach_format_rate(now, sizeof(now), t->rate.now, v->bits),
             RATE_W, tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), v->bits),
@@ -309,7 +309,7 @@ void tach_render(struct tach_screen *scr, const struct tach_sessions *s,
                 detail(scr, s->list[v->selected], v, width, body, now_ns);
         } else {
                 struct columns col = session_columns(width);
-                cut(add(scr, TACH_STYLE_HEADS, " %-6s %-4s %-5s %-*s %*s %*s %*s %*s %s", "TOOL",
+                cut(add(scr, TACH_STYLE_HEADS, " %-6s %-5s %-5s %-*s %*s %*s %*s %*s %s", "TOOL",
                         "ROLE", "LINK", (int)col.peer, "PEER", RATE_W, "NOW", RATE_W, "AVG", RATE_W,
                         "PEAK", AMOUNT_W, "TOTAL", col.spark ? "LAST MINUTE" : ""),
                     width);

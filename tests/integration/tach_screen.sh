@@ -63,7 +63,29 @@ screen | grep -Eq '^.sink +recv +tcp' || fail "sink is not on the screen"
 screen | grep -Eq '^ lo +[0-9.]+ [kMG]B/s' || fail "lo is not among the NICs"
 pass "sink and lo are on the screen"
 
-# Enter opens the selected session (the busiest first); Esc comes back.
+# pick TOOL: moves the selection ('>') to TOOL's row. Other tools running on the machine
+# may be listed too, so nothing is assumed about the order.
+pick() {
+	local at want
+	for _ in $(seq 40); do
+		at=$(screen | grep -nE '^>' | head -1 | cut -d: -f1)
+		want=$(screen | grep -nE "^.$1 " | head -1 | cut -d: -f1)
+		[ -n "$want" ] || fail "$1 is not on the screen: $(screen)"
+		[ "$at" = "$want" ] && return 0
+		if [ -n "$at" ] && [ "$at" -gt "$want" ]; then
+			tm send-keys -t tach Up
+		else
+			tm send-keys -t tach Down
+		fi
+		sleep 0.1
+	done
+	fail "could not select $1: $(screen)"
+}
+
+# Sorted by tool name the rows hold still; Enter opens blast, Esc comes back.
+tm send-keys -t tach s s
+until_screen 5 'sort tool'
+pick blast
 tm send-keys -t tach Enter
 until_screen 5 '^ stream +0 .*[0-9.]+ [kMG]B/s'
 until_screen 5 '^ stream +1 '
@@ -94,8 +116,8 @@ total=$(awk -v b="$bytes" 'BEGIN { v = b; u = "B"; split("kB MB GB TB", n, " ")
 	printf(v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, u) }')
 screen | grep -E '^.blast +send' | grep -qF "$total" ||
 	fail "the ended blast does not show its total $total: $(screen | grep -E '^.blast')"
-# Dimmed (SGR 2) once the selection moves off it to sink, which sorts first as it runs.
-tm send-keys -t tach Up
+# Dimmed (SGR 2) once the selection moves off it to sink.
+pick sink
 dimmed() { tm capture-pane -p -e -t tach | grep -E 'blast +send' | grep -q $'\e\\[[0-9;]*2m'; }
 for _ in $(seq 30); do dimmed && break; sleep 0.1; done
 dimmed ||
