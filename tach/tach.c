@@ -117,12 +117,17 @@ static void look(struct tach_sessions *s, struct tach_machine *m, uint64_t t_ns)
         tach_machine_sample(m, t_ns);
 }
 
+/* The terminal's width, else $COLUMNS, else 100; within 40 and 250. */
 static unsigned text_width(void)
 {
         struct winsize ws;
-        if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-                return ws.ws_col < TACH_LINE_BYTES / 4 ? ws.ws_col : TACH_LINE_BYTES / 4;
-        return 100;
+        unsigned width = 100;
+        const char *columns = getenv("COLUMNS");
+        if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+                width = ws.ws_col;
+        else if (columns && atoi(columns) > 0)
+                width = (unsigned)atoi(columns);
+        return width < 40 ? 40 : width > TACH_LINE_BYTES / 4 ? TACH_LINE_BYTES / 4 : width;
 }
 
 /* The screen as plain text, title included, without the key help or trailing blanks. */

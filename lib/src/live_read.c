@@ -77,18 +77,22 @@ int ds_live_parse(const void *mem, size_t len, struct ds_live_view *view, char *
         if (seg->magic != DS_LIVE_MAGIC)
                 return reject(note, note_len, "not a dragstrip segment (magic 0x%08x)", seg->magic);
         atomic_thread_fence(memory_order_acquire); /* the header was written before magic */
-        if (seg->version != DS_LIVE_VERSION)
-                return reject(note, note_len, "layout version %u; this reader knows %u",
+        /* Version 1 is version 2's header cut short before slot_offset: no slots. */
+        bool v1 = seg->version == 1;
+        if (!v1 && seg->version != DS_LIVE_VERSION)
+                return reject(note, note_len, "layout version %u; this reader knows 1 and %u",
                               seg->version, DS_LIVE_VERSION);
-        if (len < sizeof(*seg))
+        size_t header = v1 ? offsetof(struct ds_live_segment, slot_offset) : sizeof(*seg);
+        if (len < header)
                 return reject(note, note_len, "truncated: %zu bytes, the header needs %zu", len,
-                              sizeof(*seg));
-        if (seg->slot_offset < sizeof(*seg) || seg->slot_offset % 8 ||
-            seg->slot_size != sizeof(struct ds_live_slot) || seg->fault_count != DS_FAULT_COUNT ||
-            seg->slot_count > DS_LIVE_SLOTS)
+                              header);
+        if (!v1 && (seg->slot_offset < sizeof(*seg) || seg->slot_offset % 8 ||
+                    seg->slot_size != sizeof(struct ds_live_slot) ||
+                    seg->fault_count != DS_FAULT_COUNT || seg->slot_count > DS_LIVE_SLOTS))
                 return reject(note, note_len, "bad layout: slots at %u, %u of %u bytes, %u faults",
                               seg->slot_offset, seg->slot_count, seg->slot_size, seg->fault_count);
-        uint64_t need = (uint64_t)seg->slot_offset + (uint64_t)seg->slot_count * seg->slot_size;
+        uint64_t need =
+            v1 ? header : (uint64_t)seg->slot_offset + (uint64_t)seg->slot_count * seg->slot_size;
         if (need > len)
                 return reject(note, note_len, "truncated: %zu bytes, %u slots need %llu", len,
                               seg->slot_count, (unsigned long long)need);
@@ -106,6 +110,8 @@ int ds_live_parse(const void *mem, size_t len, struct ds_live_view *view, char *
                 return reject(note, note_len, "a text field is not terminated");
         view->msg_size = seg->msg_size;
         view->start_ns = state == DS_LIVE_STARTING ? 0 : seg->start_ns;
+        if (v1)
+                return 0;
         view->start_unix_ns = state == DS_LIVE_STARTING ? 0 : seg->start_unix_ns;
         view->end_ns = state == DS_LIVE_DONE ? seg->end_ns : 0;
         read_counters(&seg->messages, &seg->bytes, seg->faults, &view->counters);

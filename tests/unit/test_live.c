@@ -337,6 +337,12 @@ static void test_live_parse_rejects_future_truncated_and_garbage_segments(void *
 
         seg->version = DS_LIVE_VERSION + 1;
         expect_rejected(len, "version 3");
+        /* Version 1, what older tools write: the header up to the faults, no slots. */
+        seg->version = 1;
+        assert_int_equal(ds_live_parse(copy_words, 200, &view, NULL, 0), 0);
+        assert_string_equal(view.tool, "sink");
+        assert_int_equal(view.slot_count, 0);
+        expect_rejected(199, "truncated");
         seg->version = DS_LIVE_VERSION;
         expect_rejected(100, "truncated");
         expect_rejected(len - 1, "truncated");

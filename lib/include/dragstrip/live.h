@@ -181,10 +181,10 @@ struct ds_live_view {
         struct ds_live_view_slot slots[DS_LIVE_SLOTS];
 };
 
-/* Fills view from the len bytes at mem (a segment as mapped, 8-byte aligned). Returns 0,
- * or -EAGAIN for a segment still being set up (no magic yet; try again later), or -EINVAL
- * with note saying what is wrong (another version, a size that does not fit, bad text):
- * never trusts a size or count in the segment. */
+/* Fills view from the len bytes at mem (a segment as mapped, 8-byte aligned; version 1,
+ * without slots, or DS_LIVE_VERSION). Returns 0, or -EAGAIN for a segment still being set
+ * up (no magic yet; try again later), or -EINVAL with note saying what is wrong (another
+ * version, a size that does not fit, bad text): never trusts a size or count in it. */
 int ds_live_parse(const void *mem, size_t len, struct ds_live_view *view, char *note,
                   size_t note_len);
 
