@@ -38,23 +38,18 @@ for ((r = 1; r <= runs; r++)); do
 		run stats "$port"
 	fi
 done
-median() { # median NAME [COLUMN]
-	awk -F'\t' -v n="$1" -v c="${2:-2}" '$1 == n { print $c }' "$work/results.tsv" | sort -g |
-		awk '{ v[++k] = $1 } END { m = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-			printf "%.4g %.4g %.4g\n", m, v[1], v[k] }'
-}
-read -r stats stats_lo stats_hi < <(median stats)
-read -r nostats nostats_lo nostats_hi < <(median nostats)
+read -r stats stats_lo stats_hi < <(bench_median "$work/results.tsv" stats)
+read -r nostats nostats_lo nostats_hi < <(bench_median "$work/results.tsv" nostats)
 printf 'blast/sink tcp loopback, -l 1M, %s runs of %s s each, alternating (receive side)\n' "$runs" "$seconds"
 printf '%-12s %8s MB/s  (%s-%s)\n' --no-stats "$nostats" "$nostats_lo" "$nostats_hi"
 printf '%-12s %8s MB/s  (%s-%s)\n' published "$stats" "$stats_lo" "$stats_hi"
-read -r cpu_stats cpu_stats_lo cpu_stats_hi < <(median stats 3)
-read -r cpu_nostats cpu_nostats_lo cpu_nostats_hi < <(median nostats 3)
+read -r cpu_stats cpu_stats_lo cpu_stats_hi < <(bench_median "$work/results.tsv" stats 3)
+read -r cpu_nostats cpu_nostats_lo cpu_nostats_hi < <(bench_median "$work/results.tsv" nostats 3)
 printf 'blast CPU s/GB: --no-stats %s (%s-%s), published %s (%s-%s)\n' "$cpu_nostats" \
 	"$cpu_nostats_lo" "$cpu_nostats_hi" "$cpu_stats" "$cpu_stats_lo" "$cpu_stats_hi"
 awk -v s="$stats" -v n="$nostats" 'BEGIN { printf "ratio of medians published/--no-stats %.3f (the Bar: >= 0.98)\n", s / n }'
 # Each run beside its partner of the same round: slow drifts of a busy machine cancel.
 awk -F'\t' '$1 == "stats" { s[++i] = $2 } $1 == "nostats" { n[++j] = $2 }
-	END { for (k = 1; k <= i && k <= j; k++) print s[k] / n[k] }' "$work/results.tsv" | sort -g |
-	awk '{ v[++k] = $1 } END { m = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-		printf "median of the %d pairs\x27 ratios %.3f (%.3f-%.3f)\n", k, m, v[1], v[k] }'
+	END { for (k = 1; k <= i && k <= j; k++) print "pair\t" s[k] / n[k] }' "$work/results.tsv" >"$work/pairs.tsv"
+read -r pair pair_lo pair_hi < <(bench_median "$work/pairs.tsv" pair)
+printf 'median ratio within the %s pairs %s (%s-%s)\n' "$runs" "$pair" "$pair_lo" "$pair_hi"

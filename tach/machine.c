@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void tach_machine_init(struct tach_machine *m)
 {
@@ -59,19 +60,31 @@ static void seen(struct tach_machine *m, enum tach_device_kind kind, const char 
         d->out = out;
 }
 
-/* /proc/net/dev holds the counters of /sys/class/net/NAME/statistics, but of tach's own
- * network namespace: /sys shows the namespace of whoever mounted it. */
-static void look_nics(struct tach_machine *m)
+typedef bool (*line_parser)(const char *line, char *name, size_t name_len, uint64_t *in,
+                            uint64_t *out);
+
+/* A partition's I/O is its disk's too: only whole disks, those in /sys/block, count. */
+static bool whole_disk(const char *name)
 {
-        FILE *f = fopen(m->net_dev, "re");
+        char path[300];
+        snprintf(path, sizeof(path), "/sys/block/%s", name);
+        return access(path, F_OK) == 0;
+}
+
+/* Every line of a /proc table that parses is a device of that kind. */
+static void look_table(struct tach_machine *m, const char *path, enum tach_device_kind kind,
+                       line_parser parse)
+{
+        FILE *f = fopen(path, "re");
         if (!f)
                 return;
         char line[512];
         while (fgets(line, sizeof(line), f)) {
                 char name[40];
-                uint64_t rx, tx;
-                if (tach_parse_net_dev(line, name, sizeof(name), &rx, &tx))
-                        seen(m, TACH_NIC, name, rx, tx);
+                uint64_t in, out;
+                if (parse(line, name, sizeof(name), &in, &out) &&
+                    (kind != TACH_DISK || whole_disk(name)))
+                        seen(m, kind, name, in, out);
         }
         fclose(f);
 }
@@ -164,43 +177,15 @@ bool tach_parse_diskstats(const char *line, char *name, size_t name_len, uint64_
         return true;
 }
 
-/* Whole disks only: a partition's I/O is its disk's too. Idle loop and ram devices say
- * nothing. */
-static bool worth_showing(const char *name, uint64_t in, uint64_t out)
-{
-        char path[300];
-        snprintf(path, sizeof(path), "/sys/block/%s", name);
-        FILE *f = fopen(path, "re"); /* a directory opens for reading */
-        if (!f)
-                return false;
-        fclose(f);
-        bool quiet_kind = strncmp(name, "loop", 4) == 0 || strncmp(name, "ram", 3) == 0;
-        return !quiet_kind || in || out;
-}
-
-static void look_disks(struct tach_machine *m, bool only_whole)
-{
-        FILE *f = fopen(m->diskstats, "re");
-        if (!f)
-                return;
-        char line[512];
-        while (fgets(line, sizeof(line), f)) {
-                char name[40];
-                uint64_t rd, wr;
-                if (tach_parse_diskstats(line, name, sizeof(name), &rd, &wr) &&
-                    (!only_whole || worth_showing(name, rd, wr)))
-                        seen(m, TACH_DISK, name, rd, wr);
-        }
-        fclose(f);
-}
-
 void tach_machine_sample(struct tach_machine *m, uint64_t t_ns)
 {
         for (unsigned i = 0; i < m->count; i++)
                 m->devices[i].present = false;
-        look_nics(m);
+        /* /proc/net/dev holds the counters of /sys/class/net/NAME/statistics, but of tach's
+         * own network namespace: /sys shows the namespace of whoever mounted it. */
+        look_table(m, m->net_dev, TACH_NIC, tach_parse_net_dev);
         look_rdma(m);
-        look_disks(m, strcmp(m->diskstats, "/proc/diskstats") == 0);
+        look_table(m, m->diskstats, TACH_DISK, tach_parse_diskstats);
         unsigned kept = 0;
         for (unsigned i = 0; i < m->count; i++) {
                 struct tach_device *d = &m->devices[i];
