@@ -1,6 +1,8 @@
 /* Laying out tach's screen as styled lines of text. */
 #include "render.h"
 
+#include <dragstrip/size.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,7 +239,7 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
         cut(add(scr, t->ended ? TACH_STYLE_ENDED : TACH_STYLE_PLAIN,
                 " %s %s over %s, peer %s, pid %d, %s messages%s", w->tool, w->role, w->link,
                 w->peer[0] ? w->peer : "-", w->pid,
-                tach_format_amount(size, sizeof(size), w->msg_size, false),
+                w->msg_size ? ds_size_format(size, sizeof(size), w->msg_size) : "varied",
                 t->ended ? ", ended" : ""),
             width);
         cut(add(scr, TACH_STYLE_PLAIN, " now %s  avg %s  peak %s  total %s in %llu messages",
@@ -264,7 +266,9 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
             spark_w >= 4 ? (spark_w > TACH_HISTORY ? TACH_HISTORY : (unsigned)spark_w) : 0;
         cut(add(scr, TACH_STYLE_HEADS, " %-6s %4s %-*s %*s %*s %*s %10s %6s %s", "KIND", "#", name,
                 "NAME", RATE_W, "NOW", RATE_W, "PEAK", AMOUNT_W, "TOTAL", "MESSAGES", "ERRORS",
-                spark ? "LAST MINUTE" : ""),
+                spark >= 11 ? "LAST MINUTE"
+                : spark     ? "MINUTE"
+                            : ""),
             width);
         unsigned shown = 0;
         for (unsigned i = 0; i < w->slot_count && shown + 5 < room; i++, shown++) {
