@@ -143,7 +143,7 @@ int tach_screen_run(struct tach_sessions *s, struct tach_machine *m, struct tach
         colours();
         static struct tach_screen scr;
         uint64_t step = (uint64_t)(v->delay_s * 1e9);
-        uint64_t next = ds_now_ns();
+        uint64_t next = ds_now_ns(), looked = next;
         char segment[64] = "";
         while (!atomic_load(stop)) {
                 uint64_t now = ds_now_ns();
@@ -151,6 +151,7 @@ int tach_screen_run(struct tach_sessions *s, struct tach_machine *m, struct tach
                         if (!v->paused) {
                                 tach_sessions_look(s, now);
                                 tach_machine_sample(m, now);
+                                looked = now;
                         }
                         next += step;
                         if (next <= now)
@@ -160,7 +161,8 @@ int tach_screen_run(struct tach_sessions *s, struct tach_machine *m, struct tach
                 follow(s, v, segment);
                 char wall[16];
                 tach_wall_clock(wall, sizeof(wall));
-                tach_render(&scr, s, m, v, (unsigned)COLS, (unsigned)LINES, now, wall);
+                /* The figures are those of the last look, paused or not. */
+                tach_render(&scr, s, m, v, (unsigned)COLS, (unsigned)LINES, looked, wall);
                 draw(&scr);
                 uint64_t wait_ms = (next - now) / 1000000u + 1;
                 timeout(wait_ms > 1000 ? 1000 : (int)wait_ms);
