@@ -21,6 +21,8 @@ static const char *scaled(char *buf, size_t len, double value, const char *suffi
                 value /= 1000;
                 p++;
         }
+        if (value > 999) /* past exa: nothing real, but it must fit */
+                value = 999;
         const char *fmt = value < 9.995   ? "%.2f %.*s%s"
                           : value < 99.95 ? "%.1f %.*s%s"
                                           : "%.0f %.*s%s";
@@ -38,6 +40,15 @@ const char *tach_format_amount(char *buf, size_t len, uint64_t bytes, bool bits)
 {
         return bits ? scaled(buf, len, (double)bytes * 8, "b")
                     : scaled(buf, len, (double)bytes, "B");
+}
+
+const char *tach_format_count(char *buf, size_t len, uint64_t count)
+{
+        if (count < 100000) {
+                snprintf(buf, len, "%llu", (unsigned long long)count);
+                return buf;
+        }
+        return scaled(buf, len, (double)count, "");
 }
 
 void tach_format_spark(char *buf, size_t len, const uint8_t *levels, unsigned n, bool utf8)
@@ -60,7 +71,24 @@ void tach_format_spark(char *buf, size_t len, const uint8_t *levels, unsigned n,
         }
 }
 
-/* Adds a line, cut to width columns (the text before any sparkline is ASCII). */
+/* Cuts a line to width columns; a sparkline's block characters are one column in three
+ * bytes, and a character is never split. */
+static void cut(struct tach_line *line, unsigned width)
+{
+        if (!line)
+                return;
+        unsigned cols = 0;
+        for (char *p = line->text; *p; p++) {
+                if ((*p & 0xc0) == 0x80)
+                        continue;
+                if (cols++ == width) {
+                        *p = '\0';
+                        return;
+                }
+        }
+}
+
+/* Adds a line, cut to the screen's width. */
 static struct tach_line *add(struct tach_screen *scr, enum tach_style style, const char *fmt, ...)
 {
         if (scr->count == TACH_MAX_LINES)
@@ -71,13 +99,8 @@ static struct tach_line *add(struct tach_screen *scr, enum tach_style style, con
         va_start(ap, fmt);
         vsnprintf(line->text, sizeof(line->text), fmt, ap);
         va_end(ap);
+        cut(line, scr->width);
         return line;
-}
-
-static void cut(struct tach_line *line, unsigned width)
-{
-        if (line && strlen(line->text) > width)
-                line->text[width] = '\0';
 }
 
 struct columns {
@@ -164,11 +187,10 @@ static unsigned machine_rows(struct tach_screen *scr, const struct tach_machine 
                 char in_head[24], out_head[24];
                 snprintf(in_head, sizeof(in_head), "%s NOW", h[0]);
                 snprintf(out_head, sizeof(out_head), "%s NOW", h[1]);
-                cut(add(scr, TACH_STYLE_HEADS, " %-13.13s %*s %*s %*s %*s %s%*s%s",
-                        device_titles[kind], RATE_W, in_head, RATE_W, out_head, AMOUNT_W, h[0],
-                        AMOUNT_W, h[1], spark ? " " : "", spark ? -(int)spark : 0,
-                        spark ? h[0] : "", spark ? h[1] : ""),
-                    width);
+                add(scr, TACH_STYLE_HEADS, " %-13.13s %*s %*s %*s %*s %s%*s%s", device_titles[kind],
+                    RATE_W, in_head, RATE_W, out_head, AMOUNT_W, h[0], AMOUNT_W, h[1],
+                    spark ? " " : "", spark ? -(int)spark : 0, spark ? h[0] : "",
+                    spark ? h[1] : "");
                 used++;
                 for (unsigned i = 0; i < m->count && used < room; i++) {
                         const struct tach_device *d = &m->devices[i];
@@ -192,25 +214,22 @@ static unsigned machine_rows(struct tach_screen *scr, const struct tach_machine 
 }
 
 static void title(struct tach_screen *scr, const struct tach_sessions *s, const struct tach_view *v,
-                  unsigned width, const char *wall)
+                  const char *wall)
 {
-        cut(add(scr, TACH_STYLE_TITLE, " tach  %u session%s  sort %s  %s  every %gs  %s%s",
-                s->count, s->count == 1 ? "" : "s", tach_sort_name(v->sort),
-                v->bits ? "bits" : "bytes", v->delay_s, wall, v->paused ? "  PAUSED" : ""),
-            width);
+        add(scr, TACH_STYLE_TITLE, " tach  %u session%s  sort %s  %s  every %gs  %s%s", s->count,
+            s->count == 1 ? "" : "s", tach_sort_name(v->sort), v->bits ? "bits" : "bytes",
+            v->delay_s, wall, v->paused ? "  PAUSED" : "");
 }
 
-static void keys(struct tach_screen *scr, const struct tach_view *v, unsigned width)
+static void keys(struct tach_screen *scr, const struct tach_view *v)
 {
-        cut(add(scr, TACH_STYLE_KEYS, "%s",
-                v->detail
-                    ? " Esc back  u bits/bytes  p pause  h help  q quit"
-                    : " q quit  Up/Down select  Enter streams  u bits/bytes  p pause  s sort  "
-                      "h help"),
-            width);
+        add(scr, TACH_STYLE_KEYS, "%s",
+            v->detail ? " Esc back  u bits/bytes  p pause  h help  q quit"
+                      : " q quit  Up/Down select  Enter streams  u bits/bytes  p pause  s sort  "
+                        "h help");
 }
 
-static void help(struct tach_screen *scr, unsigned width)
+static void help(struct tach_screen *scr)
 {
         static const char *const text[] = {
             "tach shows every dragstrip tool running on this machine, from the live counters",
@@ -227,7 +246,7 @@ static void help(struct tach_screen *scr, unsigned width)
             "  h  this help                     q  quit",
         };
         for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
-                cut(add(scr, TACH_STYLE_PLAIN, " %s", text[i]), width);
+                add(scr, TACH_STYLE_PLAIN, " %s", text[i]);
 }
 
 static void detail(struct tach_screen *scr, const struct tach_session *t, const struct tach_view *v,
@@ -236,27 +255,24 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
         const struct ds_live_view *w = &t->view;
         char now[16], avg[16], peak[16], total[16];
         char size[16];
-        cut(add(scr, t->ended ? TACH_STYLE_ENDED : TACH_STYLE_PLAIN,
-                " %s %s over %s, peer %s, pid %d, %s messages%s", w->tool, w->role, w->link,
-                w->peer[0] ? w->peer : "-", w->pid,
-                w->msg_size ? ds_size_format(size, sizeof(size), w->msg_size) : "varied",
-                t->ended ? ", ended" : ""),
-            width);
-        cut(add(scr, TACH_STYLE_PLAIN, " now %s  avg %s  peak %s  total %s in %llu messages",
-                tach_format_rate(now, sizeof(now), t->rate.now, v->bits),
-                tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), v->bits),
-                tach_format_rate(peak, sizeof(peak), t->rate.peak, v->bits),
-                tach_format_amount(total, sizeof(total), w->counters.bytes, v->bits),
-                (unsigned long long)w->counters.messages),
-            width);
+        add(scr, t->ended ? TACH_STYLE_ENDED : TACH_STYLE_PLAIN,
+            " %s %s over %s, peer %s, pid %d, %s messages%s", w->tool, w->role, w->link,
+            w->peer[0] ? w->peer : "-", w->pid,
+            w->msg_size ? ds_size_format(size, sizeof(size), w->msg_size) : "varied",
+            t->ended ? ", ended" : "");
+        add(scr, TACH_STYLE_PLAIN, " now %s  avg %s  peak %s  total %s in %llu messages",
+            tach_format_rate(now, sizeof(now), t->rate.now, v->bits),
+            tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), v->bits),
+            tach_format_rate(peak, sizeof(peak), t->rate.peak, v->bits),
+            tach_format_amount(total, sizeof(total), w->counters.bytes, v->bits),
+            (unsigned long long)w->counters.messages);
         char faults[160] = " errors:";
         for (int i = 0; i < DS_FAULT_COUNT; i++) {
                 size_t used = strlen(faults);
                 snprintf(faults + used, sizeof(faults) - used, " %s %llu", ds_fault_name(i),
                          (unsigned long long)w->counters.faults[i]);
         }
-        cut(add(scr, any_fault(&w->counters) ? TACH_STYLE_ERRORS : TACH_STYLE_PLAIN, "%s", faults),
-            width);
+        add(scr, any_fault(&w->counters) ? TACH_STYLE_ERRORS : TACH_STYLE_PLAIN, "%s", faults);
         add(scr, TACH_STYLE_PLAIN, "%s", "");
         /* kind, number, rates, total, messages, errors and their spaces take 61 */
         int name = (int)width - 82;
@@ -264,12 +280,11 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
         int spark_w = (int)width - 62 - name;
         unsigned spark =
             spark_w >= 4 ? (spark_w > TACH_HISTORY ? TACH_HISTORY : (unsigned)spark_w) : 0;
-        cut(add(scr, TACH_STYLE_HEADS, " %-6s %4s %-*s %*s %*s %*s %10s %6s %s", "KIND", "#", name,
-                "NAME", RATE_W, "NOW", RATE_W, "PEAK", AMOUNT_W, "TOTAL", "MESSAGES", "ERRORS",
-                spark >= 11 ? "LAST MINUTE"
-                : spark     ? "MINUTE"
-                            : ""),
-            width);
+        add(scr, TACH_STYLE_HEADS, " %-6s %4s %-*s %*s %*s %*s %10s %6s %s", "KIND", "#", name,
+            "NAME", RATE_W, "NOW", RATE_W, "PEAK", AMOUNT_W, "TOTAL", "MESSAGES", "ERRORS",
+            spark >= 11 ? "LAST MINUTE"
+            : spark     ? "MINUTE"
+                        : "");
         unsigned shown = 0;
         for (unsigned i = 0; i < w->slot_count && shown + 5 < room; i++, shown++) {
                 const struct ds_live_view_slot *slot = &w->slots[i];
@@ -279,19 +294,21 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
                 enum tach_style style = slot->ended || t->ended      ? TACH_STYLE_ENDED
                                         : any_fault(&slot->counters) ? TACH_STYLE_ERRORS
                                                                      : TACH_STYLE_PLAIN;
-                add(scr, style, " %-6s %4u %-*.*s %*s %*s %*s %10llu %6llu %s",
-                    slot->kind == DS_SLOT_DISK ? "disk" : "stream", slot->index, name, name,
-                    slot->name, RATE_W,
+                char number[12], messages[16], errors[16];
+                snprintf(number, sizeof(number), "%u", slot->index);
+                add(scr, style, " %-6s %4.4s %-*.*s %*s %*s %*s %10s %6s %s",
+                    slot->kind == DS_SLOT_DISK ? "disk" : "stream", number, name, name, slot->name,
+                    RATE_W,
                     slot->ended ? "ended" : tach_format_rate(now, sizeof(now), rate->now, v->bits),
                     RATE_W, tach_format_rate(peak, sizeof(peak), rate->peak, v->bits), AMOUNT_W,
                     tach_format_amount(total, sizeof(total), slot->counters.bytes, v->bits),
-                    (unsigned long long)slot->counters.messages,
-                    (unsigned long long)fault_sum(&slot->counters), spark_text);
+                    tach_format_count(messages, sizeof(messages), slot->counters.messages),
+                    tach_format_count(errors, sizeof(errors), fault_sum(&slot->counters)),
+                    spark_text);
         }
         if (w->slot_count == 0)
-                cut(add(scr, TACH_STYLE_PLAIN, " %s",
-                        "(no streams published: the session's total is its one stream)"),
-                    width);
+                add(scr, TACH_STYLE_PLAIN, " %s",
+                    "(no streams published: the session's total is its one stream)");
         else if (shown < w->slot_count)
                 add(scr, TACH_STYLE_PLAIN, " ... %u more", w->slot_count - shown);
 }
@@ -301,28 +318,27 @@ void tach_render(struct tach_screen *scr, const struct tach_sessions *s,
                  unsigned height, uint64_t now_ns, const char *wall)
 {
         scr->count = 0;
+        scr->width = width;
         if (height < 3)
                 height = 3;
         if (height > TACH_MAX_LINES)
                 height = TACH_MAX_LINES;
-        title(scr, s, v, width, wall);
+        title(scr, s, v, wall);
         unsigned body = height - 2; /* title and keys */
         if (v->help) {
-                help(scr, width);
+                help(scr);
         } else if (v->detail && v->selected < s->count) {
                 detail(scr, s->list[v->selected], v, width, body, now_ns);
         } else {
                 struct columns col = session_columns(width);
-                cut(add(scr, TACH_STYLE_HEADS, " %-6s %-5s %-5s %-*s %*s %*s %*s %*s %s", "TOOL",
-                        "ROLE", "LINK", (int)col.peer, "PEER", RATE_W, "NOW", RATE_W, "AVG", RATE_W,
-                        "PEAK", AMOUNT_W, "TOTAL", col.spark ? "LAST MINUTE" : ""),
-                    width);
+                add(scr, TACH_STYLE_HEADS, " %-6s %-5s %-5s %-*s %*s %*s %*s %*s %s", "TOOL",
+                    "ROLE", "LINK", (int)col.peer, "PEER", RATE_W, "NOW", RATE_W, "AVG", RATE_W,
+                    "PEAK", AMOUNT_W, "TOTAL", col.spark ? "LAST MINUTE" : "");
                 /* Sessions first, up to what leaves room for a few machine lines. */
                 unsigned left = body - 1;
                 unsigned room = s->count < left ? s->count : left;
                 if (s->count == 0) {
-                        cut(add(scr, TACH_STYLE_PLAIN, " %s", "(no dragstrip tool is running)"),
-                            width);
+                        add(scr, TACH_STYLE_PLAIN, " %s", "(no dragstrip tool is running)");
                         left--;
                 }
                 for (unsigned i = v->top; i < s->count && i < v->top + room; i++, left--)
@@ -333,14 +349,13 @@ void tach_render(struct tach_screen *scr, const struct tach_sessions *s,
                         left -= machine_rows(scr, m, v, width, left, now_ns);
                 }
                 for (unsigned i = 0; i < s->note_count && left > 0; i++, left--)
-                        cut(add(scr, TACH_STYLE_NOTE, " skipped %s: %s", s->notes[i].segment,
-                                s->notes[i].why),
-                            width);
+                        add(scr, TACH_STYLE_NOTE, " skipped %s: %s", s->notes[i].segment,
+                            s->notes[i].why);
         }
         while (scr->count < height - 1)
                 add(scr, TACH_STYLE_PLAIN, "%s", "");
         scr->count = height - 1 < scr->count ? height - 1 : scr->count;
-        keys(scr, v, width);
+        keys(scr, v);
 }
 
 void tach_wall_clock(char *buf, size_t len)

@@ -32,6 +32,7 @@ struct tach_line {
 struct tach_screen {
         struct tach_line lines[TACH_MAX_LINES];
         unsigned count;
+        unsigned width; /* every line is cut to it */
 };
 
 /* What the viewer has chosen. */
@@ -51,6 +52,8 @@ struct tach_view {
 const char *tach_format_rate(char *buf, size_t len, double bytes_per_s, bool bits);
 /* "5.70 GB" or "45.6 Gb". */
 const char *tach_format_amount(char *buf, size_t len, uint64_t bytes, bool bits);
+/* A count: "6560", or "1.23 M" from 100000 on; at most 6 bytes. */
+const char *tach_format_count(char *buf, size_t len, uint64_t count);
 /* levels (0..TACH_SPARK_TOP) as n characters: blocks with utf8, else ASCII. */
 void tach_format_spark(char *buf, size_t len, const uint8_t *levels, unsigned n, bool utf8);
 

@@ -144,6 +144,86 @@ static void test_formats_fit_their_columns(void **state)
         assert_string_equal(buf, " ");
 }
 
+/* Display columns of UTF-8 text: every byte but continuation bytes. */
+static size_t columns(const char *text)
+{
+        size_t n = 0;
+        for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+                n += (*p & 0xc0) != 0x80;
+        return n;
+}
+
+/* Sessions with every text field full and every counter huge, and busy devices. */
+static void fill_worst_case(struct tach_sessions *s, struct tach_machine *m)
+{
+        tach_sessions_init(s, "/nonexistent");
+        for (unsigned i = 0; i < 30; i++) {
+                struct tach_session *t = calloc(1, sizeof(*t));
+                assert_non_null(t);
+                struct ds_live_view *v = &t->view;
+                v->pid = 999999999;
+                memset(v->tool, 'T', sizeof(v->tool) - 1);
+                memset(v->role, 'R', sizeof(v->role) - 1);
+                memset(v->link, 'L', sizeof(v->link) - 1);
+                memset(v->peer, 'P', sizeof(v->peer) - 1);
+                v->msg_size = UINT64_MAX;
+                v->start_ns = 1;
+                v->counters.bytes = UINT64_MAX;
+                v->counters.messages = UINT64_MAX;
+                v->counters.faults[DS_FAULT_LOST] = UINT64_MAX;
+                v->slot_count = DS_LIVE_SLOTS;
+                for (unsigned k = 0; k < DS_LIVE_SLOTS; k++) {
+                        v->slots[k].position = k;
+                        v->slots[k].index = UINT32_MAX;
+                        memset(v->slots[k].name, 'N', sizeof(v->slots[k].name) - 1);
+                        v->slots[k].counters = v->counters;
+                        t->slots[k].rate.now = 1e300;
+                }
+                t->ended = i % 2;
+                for (uint64_t sec = 0; sec < 70; sec++)
+                        tach_series_sample(&t->rate, sec * S, sec * sec * 1000000000ull);
+                s->list[s->count++] = t;
+                snprintf(s->notes[i % TACH_MAX_NOTES].segment, 64, "dragstrip.%u", i);
+                memset(s->notes[i % TACH_MAX_NOTES].why, 'w', 127);
+        }
+        s->note_count = TACH_MAX_NOTES;
+        memset(m, 0, sizeof(*m));
+        for (unsigned i = 0; i < TACH_MAX_DEVICES; i++) {
+                struct tach_device *d = &m->devices[m->count++];
+                d->kind = (enum tach_device_kind)(i % TACH_DEVICE_KINDS);
+                memset(d->name, 'D', sizeof(d->name) - 1);
+                d->in = d->out = UINT64_MAX;
+                for (uint64_t sec = 0; sec < 70; sec++)
+                        tach_series_sample(&d->in_rate, sec * S, sec * 77777777ull);
+        }
+}
+
+static void test_render_never_writes_past_the_screen(void **state)
+{
+        (void)state;
+        static struct tach_sessions s;
+        static struct tach_machine m;
+        static struct tach_screen scr;
+        fill_worst_case(&s, &m);
+        const unsigned sizes[][2] = {{80, 24}, {200, 50}, {40, 10}, {250, 120}, {120, 5}};
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                for (int mode = 0; mode < 4; mode++) {
+                        struct tach_view v = {.utf8 = mode % 2, .bits = mode > 1, .delay_s = 1};
+                        v.detail = mode == 1;
+                        v.help = mode == 3;
+                        v.selected = 3;
+                        tach_render(&scr, &s, &m, &v, sizes[z][0], sizes[z][1], 70 * S, "12:00:00");
+                        assert_int_equal(scr.count, sizes[z][1]);
+                        for (unsigned i = 0; i < scr.count; i++)
+                                if (columns(scr.lines[i].text) > sizes[z][0])
+                                        fail_msg("%ux%u mode %d line %u is %zu wide: %s",
+                                                 sizes[z][0], sizes[z][1], mode, i,
+                                                 columns(scr.lines[i].text), scr.lines[i].text);
+                }
+        }
+        tach_sessions_free(&s);
+}
+
 /* A scratch directory standing in for /dev/shm. */
 static char dir[64];
 
@@ -339,6 +419,7 @@ int main(void)
             cmocka_unit_test(test_series_sparkline_shows_the_last_minute_in_whole_seconds),
             cmocka_unit_test(test_proc_lines_parse_and_headings_do_not),
             cmocka_unit_test(test_formats_fit_their_columns),
+            cmocka_unit_test(test_render_never_writes_past_the_screen),
             cmocka_unit_test_setup_teardown(
                 test_sessions_skip_garbage_foreign_and_future_segments_with_a_note, make_dir,
                 remove_dir),
