@@ -2,9 +2,11 @@
 # themselves: the same tool, role, link and peer; over the same interval the same rate
 # within 10% (blast's cumulative bytes, from its -i reports, interpolated at tach's look
 # times); at the end, exactly the bytes and messages the tools counted, its streams
-# summing to them. As root it runs in a network namespace of its own.
+# summing to them. As root it runs in network and mount namespaces of its own (lo and
+# /dev/shm its own).
 if [ "$(id -u)" = 0 ] && [ -z "${TACH_TEST_NETNS:-}" ]; then
-	exec env TACH_TEST_NETNS=1 unshare -n bash -c 'ip link set lo up && exec bash "$@"' - "$0" "$@"
+	exec env TACH_TEST_NETNS=1 unshare -n -m bash -c \
+		'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec bash "$@"' - "$0" "$@"
 fi
 source "$(dirname "$0")/lib.sh"
 port=16721

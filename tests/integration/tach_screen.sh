@@ -1,9 +1,11 @@
 # tach on screen under tmux: a running blast/sink pair appears with the rate blast itself
 # reports, Enter shows its streams, the screen follows a resize to 200x50 and back to
 # 80x24 with no line too wide, and once blast ends it stays, dimmed, with its totals.
-# As root it runs in a network namespace of its own, so lo carries only this test.
+# As root it runs in network and mount namespaces of its own, so lo carries only this
+# test's traffic and /dev/shm holds only its tools' segments.
 if [ "$(id -u)" = 0 ] && [ -z "${TACH_TEST_NETNS:-}" ]; then
-	exec env TACH_TEST_NETNS=1 unshare -n bash -c 'ip link set lo up && exec bash "$@"' - "$0" "$@"
+	exec env TACH_TEST_NETNS=1 unshare -n -m bash -c \
+		'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec bash "$@"' - "$0" "$@"
 fi
 source "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || fail "tmux is not installed (packages.txt)"
