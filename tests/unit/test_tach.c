@@ -290,6 +290,48 @@ static void expect_note(const struct tach_sessions *s, const char *segment, cons
                 fail_msg("no note on %s saying '%s' (%s)", segment, words, n ? n->why : "none");
 }
 
+static void write_number(const char *path, uint64_t value)
+{
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "%llu\n", (unsigned long long)value);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* port_rcv_data and port_xmit_data count 4-byte words. */
+static void test_rdma_port_counters_are_words_of_four_bytes(void **state)
+{
+        (void)state;
+        char path[200];
+        snprintf(path, sizeof(path), "mkdir -p %s/rxe0/ports/1/counters", dir);
+        assert_int_equal(system(path), 0);
+        struct tach_machine m;
+        tach_machine_init(&m);
+        m.ib_dir = dir;
+        m.net_dev = "/nonexistent";
+        m.diskstats = "/nonexistent";
+        char rcv[200], xmit[200];
+        snprintf(rcv, sizeof(rcv), "%s/rxe0/ports/1/counters/port_rcv_data", dir);
+        snprintf(xmit, sizeof(xmit), "%s/rxe0/ports/1/counters/port_xmit_data", dir);
+        write_number(rcv, 1000);
+        write_number(xmit, 250);
+        tach_machine_sample(&m, 10 * S);
+        assert_int_equal(m.count, 1);
+        assert_string_equal(m.devices[0].name, "rxe0/1");
+        assert_int_equal(m.devices[0].kind, TACH_RDMA);
+        assert_int_equal(m.devices[0].in, 4000);
+        assert_int_equal(m.devices[0].out, 1000);
+        write_number(xmit, 250 + 25000000); /* 100 MB in 2 s */
+        tach_machine_sample(&m, 12 * S);
+        assert_float_equal(m.devices[0].out_rate.now, 50e6, 1);
+        assert_true(m.devices[0].in_rate.now == 0);
+        /* A port that goes away is dropped. */
+        snprintf(path, sizeof(path), "rm -r %s/rxe0", dir);
+        assert_int_equal(system(path), 0);
+        tach_machine_sample(&m, 13 * S);
+        assert_int_equal(m.count, 0);
+}
+
 static void test_sessions_skip_garbage_foreign_and_future_segments_with_a_note(void **state)
 {
         (void)state;
@@ -420,6 +462,8 @@ int main(void)
             cmocka_unit_test(test_proc_lines_parse_and_headings_do_not),
             cmocka_unit_test(test_formats_fit_their_columns),
             cmocka_unit_test(test_render_never_writes_past_the_screen),
+            cmocka_unit_test_setup_teardown(test_rdma_port_counters_are_words_of_four_bytes,
+                                            make_dir, remove_dir),
             cmocka_unit_test_setup_teardown(
                 test_sessions_skip_garbage_foreign_and_future_segments_with_a_note, make_dir,
                 remove_dir),
