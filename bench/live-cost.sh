@@ -12,18 +12,18 @@ runs=${1:-9}
 seconds=${2:-2}
 port=${DS_BENCH_PORT:-15311}
 work=$(mktemp -d)
-# Waits for the receivers to be gone, so that a run right after finds their ports free.
 trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
-# One sink that publishes, one that does not, each on its own port.
-"$bin/sink" -p "$port" --json >"$work/sink-stats.json" 2>"$work/sink-stats.err" &
-"$bin/sink" -p $((port + 1)) --no-stats --json >"$work/sink-nostats.json" 2>"$work/sink-nostats.err" &
-bench_wait_listening "$port"
-bench_wait_listening $((port + 1))
-run() { # run NAME PORT [ARGS...]
-	local name=$1 to=$2
-	shift 2
-	"$bin/blast" -p "$to" -l 1M -w "$seconds" --json "$@" 127.0.0.1 >"$work/blast.json" ||
+# run NAME [--no-stats]: a fresh sink for each run, so the two kinds differ in nothing
+# but publishing (not in which long-lived process received them).
+run() {
+	local name=$1
+	shift
+	"$bin/sink" -p "$port" --once "$@" >/dev/null 2>"$work/sink.err" &
+	local sink_pid=$!
+	bench_wait_listening "$port"
+	"$bin/blast" -p "$port" -l 1M -w "$seconds" --json "$@" 127.0.0.1 >"$work/blast.json" ||
 		{ echo "bench: blast $* failed" >&2; exit 1; }
+	wait "$sink_pid" || { echo "bench: sink $* failed: $(cat "$work/sink.err")" >&2; exit 1; }
 	# receive rate, and blast's CPU seconds per GB (less swayed by a busy machine)
 	jq -r --arg n "$name" '[$n, .sink.MB_per_s, (.cpu_user_s + .cpu_sys_s) / .bytes * 1e9] | @tsv' \
 		"$work/blast.json" >>"$work/results.tsv"
@@ -31,11 +31,11 @@ run() { # run NAME PORT [ARGS...]
 for ((r = 1; r <= runs; r++)); do
 	# Who goes first alternates, so that neither always runs on the other's leftovers.
 	if ((r % 2)); then
-		run stats "$port"
-		run nostats $((port + 1)) --no-stats
+		run stats
+		run nostats --no-stats
 	else
-		run nostats $((port + 1)) --no-stats
-		run stats "$port"
+		run nostats --no-stats
+		run stats
 	fi
 done
 read -r stats stats_lo stats_hi < <(bench_median "$work/results.tsv" stats)
