@@ -285,9 +285,13 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
             spark >= 11 ? "LAST MINUTE"
             : spark     ? "MINUTE"
                         : "");
+        /* Streams still moving first, then ended ones (a sink keeps those of past runs). */
         unsigned shown = 0;
-        for (unsigned i = 0; i < w->slot_count && shown + 5 < room; i++, shown++) {
-                const struct ds_live_view_slot *slot = &w->slots[i];
+        for (unsigned k = 0; k < 2 * w->slot_count && shown + 5 < room; k++) {
+                const struct ds_live_view_slot *slot = &w->slots[k % w->slot_count];
+                if (slot->ended != (k >= w->slot_count))
+                        continue;
+                shown++;
                 const struct tach_series *rate = &t->slots[slot->position].rate;
                 char spark_text[TACH_HISTORY * 3 + 1];
                 spark_of(spark_text, sizeof(spark_text), rate, now_ns, spark, v->utf8);
