@@ -150,10 +150,13 @@ static void report(const struct options *o, const struct tach_sessions *s,
                    const struct tach_machine *m, const struct tach_view *v, uint64_t now_ns,
                    double over_s)
 {
-        if (o->json)
+        if (o->json) {
                 tach_snapshot_json(stdout, s, m, now_ns, over_s);
-        else
-                print_text(s, m, v, now_ns);
+                return;
+        }
+        print_text(s, m, v, now_ns);
+        if (!o->once)
+                putchar('\n'); /* a blank line between looks */
 }
 
 /* --once and -i: looks printed, no screen. */
