@@ -3,6 +3,7 @@
 #include <err.h>
 #include <getopt.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,7 @@ int main(int argc, char **argv)
         };
         int rc;
         if (o.once || o.interval_s > 0) {
+                view.selected = UINT_MAX; /* printed looks select nothing */
                 rc = run_lines(&o, &sessions, &machine, &view);
         } else {
                 if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
