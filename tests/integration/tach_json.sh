@@ -2,7 +2,7 @@
 # themselves: the same tool, role, link and peer; over the same interval the same rate
 # within 10% (blast's cumulative bytes, from its -i reports, interpolated at tach's look
 # times); at the end, exactly the bytes and messages the tools counted, its streams
-# summing to them. As root it runs in network and mount namespaces of its own (lo and
+# summing to them; and stripe's disks adding up to its put. As root it runs in network and mount namespaces of its own (lo and
 # /dev/shm its own).
 if [ "$(id -u)" = 0 ] && [ -z "${TACH_TEST_NETNS:-}" ]; then
 	exec env TACH_TEST_NETNS=1 unshare -n -m bash -c \
@@ -97,3 +97,23 @@ echo "$last" | jq -e --arg pid "$sink_pid" --argjson b "$sink_bytes" \
 echo "$last" | jq -e '.nics.lo.rx_bytes >= '"$blast_bytes" >/dev/null ||
 	fail "lo carried less than blast sent: $(echo "$last" | jq -c .nics)"
 pass "ended: blast $blast_bytes bytes in $blast_msgs messages over 2 streams, sink $sink_bytes, as they reported"
+
+# stripe publishes each disk: a put over three directories, watched until it has ended.
+mkdir -p "$work/d0" "$work/d1" "$work/d2"
+head -c 48M /dev/urandom >"$work/src"
+"$tach" -i 0.1 --json >"$work/stripe-looks.json" 2>"$work/tach.err" &
+tach_pid=$!
+"$DS_BIN/stripe" put "$work/src" "$work/d0,$work/d1,$work/d2" big >/dev/null ||
+	fail "stripe put failed"
+for _ in $(seq 50); do
+	tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe" and .state == "ended")' \
+		>/dev/null 2>&1 && break
+	sleep 0.1
+done
+kill -INT "$tach_pid"
+wait "$tach_pid" || fail "tach -i did not end cleanly on SIGINT"
+tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe") |
+	.role == "put" and .state == "ended" and .bytes == 50331648 and
+	([.streams[] | select(.kind == "disk") | .bytes] | length == 3 and add == 50331648)' \
+	>/dev/null || fail "stripe's disks do not add up: $(tail -1 "$work/stripe-looks.json" | jq -c '.sessions')"
+pass "stripe put: three disks, 48 MiB between them, as tach saw it end; tach -i stops on SIGINT"
