@@ -2,8 +2,8 @@
 # themselves: the same tool, role, link and peer; over the same interval the same rate
 # within 10% (blast's cumulative bytes, from its -i reports, interpolated at tach's look
 # times); at the end, exactly the bytes and messages the tools counted, its streams
-# summing to them; and stripe's disks adding up to its put. As root it runs in network and mount namespaces of its own (lo and
-# /dev/shm its own).
+# summing to them; and stripe's disks adding up to its put. As root it runs in network
+# and mount namespaces of its own (lo and /dev/shm its own).
 if [ "$(id -u)" = 0 ] && [ -z "${TACH_TEST_NETNS:-}" ]; then
 	exec env TACH_TEST_NETNS=1 unshare -n -m bash -c \
 		'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec bash "$@"' - "$0" "$@"
