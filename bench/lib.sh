@@ -26,3 +26,11 @@ bench_wait_packet_socket() {
 	echo "bench: process $1 opened no packet socket" >&2
 	exit 1
 }
+
+# bench_median FILE NAME [COLUMN]: median, lowest and highest of COLUMN (default 2) over the
+# tab-separated rows of FILE whose first field is NAME.
+bench_median() {
+	awk -F'\t' -v n="$2" -v c="${3:-2}" '$1 == n { print $c }' "$1" | sort -g |
+		awk '{ v[++k] = $1 } END { m = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+			printf "%.6g %.6g %.6g\n", m, v[1], v[k] }'
+}

@@ -33,13 +33,8 @@ for ((r = 1; r <= runs; r++)); do
 		run plain
 	fi
 done
-median() {
-	awk -F'\t' -v n="$1" '$1 == n { print $2 }' "$work/results.tsv" | sort -g |
-		awk '{ v[++k] = $1 } END { m = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-			printf "%.0f %.0f %.0f\n", m, v[1], v[k] }'
-}
-read -r plain plain_lo plain_hi < <(median plain)
-read -r verify verify_lo verify_hi < <(median verify)
+read -r plain plain_lo plain_hi < <(bench_median "$work/results.tsv" plain)
+read -r verify verify_lo verify_hi < <(bench_median "$work/results.tsv" verify)
 corrupt=$(awk -F'\t' '{ c += $3 } END { print c + 0 }' "$work/results.tsv")
 printf 'blast/sink tcp loopback, -l 1M, %s runs of %s s each, alternating (receive side)\n' "$runs" "$seconds"
 printf '%-10s %8s MB/s  (%s-%s)\n' plain "$plain" "$plain_lo" "$plain_hi"

@@ -2,6 +2,7 @@
 #include <dragstrip/blast.h>
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
 
@@ -37,6 +38,7 @@ static void usage(FILE *out)
                 "  -i SEC          interval reports\n"
                 "  -f UNIT         rate unit k K m M g G (default MB/s and Gbit/s)\n"
                 "  --json          one JSON object per repeat\n"
+                "  --no-stats      publish no live counters for tach\n"
                 "  -h, --help      this text;  --version\n",
                 ds_link_names());
 }
@@ -174,6 +176,7 @@ int main(int argc, char **argv)
             .streams = 1,
             .flow = DS_FLOW_CREDIT,
         };
+        argc = ds_live_take_option(argc, argv);
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};

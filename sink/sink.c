@@ -2,6 +2,7 @@
 #include <dragstrip/blast.h>
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
 
@@ -28,6 +29,7 @@ static void usage(FILE *out)
                 "  -i SEC          interval reports\n"
                 "  -f UNIT         rate unit k K m M g G (default MB/s and Gbit/s)\n"
                 "  --json          one JSON object per run\n"
+                "  --no-stats      publish no live counters for tach\n"
                 "  -h, --help      this text;  --version\n"
                 "Message size, count, --verify and flow control come from blast.\n",
                 ds_link_names());
@@ -102,6 +104,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
 int main(int argc, char **argv)
 {
         struct ds_sink_options o = {.where = {.port = 5050}, .idle_ms = 3000};
+        argc = ds_live_take_option(argc, argv);
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};

@@ -86,6 +86,10 @@ static void *member_worker(void *arg)
 {
         struct stripe_member *m = arg;
         struct member_queue *q = &m->queue;
+        /* This disk's own counters for tach, beside the file's totals. */
+        struct ds_live_slot *disk =
+            m->stripe->live ? ds_live_slot_open(m->stripe->live, DS_SLOT_DISK, m->index, m->path)
+                            : NULL;
 
         for (;;) {
                 struct stripe_request req;
@@ -97,6 +101,7 @@ static void *member_worker(void *arg)
                         pthread_cond_wait(&q->not_empty, &q->lock);
                 if (q->count == 0) {
                         pthread_mutex_unlock(&q->lock);
+                        ds_live_slot_close(disk);
                         return NULL;
                 }
                 req = q->items[q->head];
@@ -107,7 +112,7 @@ static void *member_worker(void *arg)
 
                 rc = member_io(m, &req, &err);
                 if (rc == 0 && m->stripe->live)
-                        ds_live_add(m->stripe->live, 1, req.len);
+                        ds_live_stream_add(m->stripe->live, disk, 1, req.len);
                 complete(m->stripe, req.slot, rc, &err);
         }
 }

@@ -9,6 +9,7 @@
 
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/size.h>
 
 #include "crc32c_int.h"
@@ -29,7 +30,8 @@ static void usage(FILE *out)
             "DIRS is a comma-separated list of directories, one per disk.\n"
             "options: --json  one JSON object per result; --no-direct  no O_DIRECT;\n"
             "         --no-checksum  no data checksums (store none, check none);\n"
-            "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M)\n",
+            "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M)\n"
+            "         --no-stats  publish no live counters for tach\n",
             out);
 }
 
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
         const struct subcommand *sub = NULL;
         int opt;
 
+        argc = ds_live_take_option(argc, argv);
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
                 printf("stripe (dragstrip) %s\n", DS_VERSION);
                 return 0;

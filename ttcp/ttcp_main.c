@@ -79,6 +79,7 @@ static void usage(FILE *to)
                     "  --splice    receive by splice(2), never copying into user space\n"
                     "  --timeout SEC  give up on a silent peer after SEC s; 0 or inf: never\n"
                     "              (default: 10 with -s, never when copying stdin/stdout)\n"
+                    "  --no-stats  publish no live counters for tach\n"
                     "  -h, --help  this text         --version  the version\n"
                     "Host may be a name, an IPv4 or an IPv6 address.\n");
 }
@@ -252,6 +253,7 @@ int main(int argc, char **argv)
         const char *role;
         int rc;
 
+        argc = ds_live_take_option(argc, argv);
         parse_options(argc, argv, &opt);
         check_options(&opt);
         ds_cli_catch_stop(&ttcp_stop);
@@ -280,6 +282,7 @@ int main(int argc, char **argv)
 
         ttcp_print_banner(&opt);
         ds_report_start(&report);
+        ds_live_start(live);
         if (opt.udp)
                 rc = opt.transmit ? ttcp_udp_transmit(&opt, ds_live_segment(live), &out, &error)
                                   : ttcp_udp_receive(&opt, ds_live_segment(live), &out, &error);

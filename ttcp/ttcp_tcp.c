@@ -35,6 +35,7 @@
 struct tcp_stream {
         const struct ttcp_options *opt;
         struct ds_live_segment *live;
+        struct ds_live_slot *slot; /* this stream's published counters, or NULL */
         int fd;
         struct ttcp_buffers bufs;
         char peer[96];
@@ -182,7 +183,7 @@ static int send_all(struct tcp_stream *s, const unsigned char *buf, size_t len)
                 s->zc_sent += flags ? 1 : 0;
                 s->calls++;
                 s->bytes += (uint64_t)n;
-                ds_live_add(s->live, 1, (uint64_t)n);
+                ds_live_stream_add(s->live, s->slot, 1, (uint64_t)n);
                 buf += n;
                 len -= (size_t)n;
         }
@@ -296,7 +297,7 @@ static int receive_read(struct tcp_stream *s)
                 if (n == 0)
                         return 0;
                 s->bytes += (uint64_t)n;
-                ds_live_add(s->live, 1, (uint64_t)n);
+                ds_live_stream_add(s->live, s->slot, 1, (uint64_t)n);
                 if (s->opt->touch)
                         for (ssize_t i = 0; i < n; i++)
                                 s->touch_sum += buf[i];
@@ -335,7 +336,7 @@ static int receive_splice(struct tcp_stream *s)
                 if (n == 0)
                         break;
                 s->bytes += (uint64_t)n;
-                ds_live_add(s->live, 1, (uint64_t)n);
+                ds_live_stream_add(s->live, s->slot, 1, (uint64_t)n);
                 while (n > 0) {
                         ssize_t moved = splice(pipe_fd[0], NULL, out_fd, NULL, (size_t)n,
                                                SPLICE_F_MOVE | SPLICE_F_MORE);
@@ -391,6 +392,7 @@ static struct tcp_stream *stream_new(const struct ttcp_options *opt, struct ds_l
 
 static void stream_free(struct tcp_stream *s)
 {
+        ds_live_slot_close(s->slot);
         if (close(s->fd) != 0 && s->rc == 0)
                 s->rc = ds_fail(&s->err, -errno, "close");
         ttcp_buffers_destroy(&s->bufs);
@@ -472,6 +474,7 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
                         break;
                 }
                 snprintf(streams[count]->peer, sizeof streams[count]->peer, "%s", opt->host);
+                streams[count]->slot = ds_live_slot_open(live, DS_SLOT_STREAM, count, opt->host);
         }
         if (rc != 0) {
                 while (count > 0)
@@ -524,6 +527,7 @@ int ttcp_tcp_receive(const struct ttcp_options *opt, struct ds_live_segment *liv
                         break;
                 }
                 snprintf(s->peer, sizeof s->peer, "%s", peer);
+                s->slot = ds_live_slot_open(live, DS_SLOT_STREAM, count, peer);
                 if (count == 0) {
                         ttcp_say(opt, "accept from %s", peer);
                         snprintf(out->peer, sizeof out->peer, "%s", peer);

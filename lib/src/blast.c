@@ -28,6 +28,7 @@ struct stream {
         struct ds_pool *pool;
         struct ds_session session;
         struct ds_live_segment *seg;
+        struct ds_live_slot *slot; /* this stream's own counters, or NULL */
         const atomic_bool *stop;
         unsigned batch;       /* messages per send() call */
         uint64_t quota;       /* messages (count mode) */
@@ -112,7 +113,7 @@ static int send_turn(struct stream *st, struct ds_msg *msgs, unsigned b, struct 
                 st->free_bufs[st->free_count++] = back[i];
         st->sent += b;
         pthread_mutex_unlock(&st->lock);
-        ds_live_add(st->seg, b, (uint64_t)b * st->o->msg_size);
+        ds_live_stream_add(st->seg, st->slot, b, (uint64_t)b * st->o->msg_size);
         return 0;
 }
 
@@ -241,6 +242,7 @@ static int stream_open(struct stream *st, uint64_t run_id, struct ds_error *err)
 
 static void stream_close(struct stream *st)
 {
+        ds_live_slot_close(st->slot);
         ds_link_close(st->link);
         if (st->pool)
                 ds_pool_destroy(st->pool);
@@ -301,6 +303,7 @@ static int streams_open(struct stream *streams, const struct ds_blast_options *o
                 st->o = o;
                 st->index = i;
                 st->seg = seg;
+                st->slot = ds_live_slot_open(seg, DS_SLOT_STREAM, i, o->where.host);
                 st->stop = stop;
                 st->quota = o->count ? o->count / o->streams + (i < o->count % o->streams) : 0;
                 pthread_mutex_init(&st->lock, NULL);

@@ -12,15 +12,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dragstrip/clock.h>
+
+/* The slots begin on a 128-byte boundary, so each has its cache lines to itself. */
+#define SLOT_OFFSET ((sizeof(struct ds_live_segment) + 127u) & ~(size_t)127u)
+#define SHARED_SIZE (SLOT_OFFSET + DS_LIVE_SLOTS * sizeof(struct ds_live_slot))
+
+_Static_assert(sizeof(struct ds_live_slot) == 128, "a slot is two cache lines");
 
 struct ds_live {
         struct ds_live_segment *seg;
         bool shared;
         char name[32]; /* shm name, "/dragstrip.<pid>" */
 };
+
+static atomic_bool publishing_disabled;
+
+void ds_live_disable(void)
+{
+        atomic_store(&publishing_disabled, true);
+}
+
+int ds_live_take_option(int argc, char **argv)
+{
+        int kept = 1, i = 1;
+        for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strcmp(argv[i], "--no-stats") == 0)
+                        ds_live_disable();
+                else
+                        argv[kept++] = argv[i];
+        }
+        while (i < argc)
+                argv[kept++] = argv[i++];
+        argv[kept] = NULL;
+        return kept;
+}
 
 const char *ds_fault_name(enum ds_fault fault)
 {
@@ -73,9 +102,10 @@ static void sweep_stale(void)
  * reuse, so remove it and try once more. */
 static int create_segment(const char *name)
 {
-        int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0644);
+        /* Owner only: a peer's address and what moves are nobody else's business. */
+        int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd < 0 && errno == EEXIST && shm_unlink(name) == 0)
-                fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0644);
+                fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         return fd < 0 ? -errno : fd;
 }
 
@@ -89,11 +119,10 @@ static int map_shared(struct ds_live *live)
 
         int rc = 0;
         void *p = MAP_FAILED;
-        if (ftruncate(fd, sizeof(struct ds_live_segment)) < 0)
+        if (ftruncate(fd, SHARED_SIZE) < 0)
                 rc = -errno;
         else
-                p = mmap(NULL, sizeof(struct ds_live_segment), PROT_READ | PROT_WRITE, MAP_SHARED,
-                         fd, 0);
+                p = mmap(NULL, SHARED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (rc == 0 && p == MAP_FAILED)
                 rc = -errno;
         /* The mapping keeps the segment; the descriptor is no longer needed. */
@@ -101,12 +130,13 @@ static int map_shared(struct ds_live *live)
                 rc = -errno;
         if (rc < 0) {
                 if (p != MAP_FAILED)
-                        munmap(p, sizeof(struct ds_live_segment));
+                        munmap(p, SHARED_SIZE);
                 shm_unlink(live->name);
                 return rc;
         }
         live->seg = p;
         live->shared = true;
+        live->seg->slot_count = DS_LIVE_SLOTS;
         return 0;
 }
 
@@ -118,7 +148,7 @@ int ds_live_open(struct ds_live **out, const char *tool, const char *role, const
                 return ds_fail(err, -ENOMEM, "live counters");
 
         /* Without shared memory the tool still counts and reports; only tach is blind. */
-        if (map_shared(live) < 0) {
+        if (atomic_load(&publishing_disabled) || map_shared(live) < 0) {
                 live->seg = calloc(1, sizeof(*live->seg));
                 if (!live->seg) {
                         free(live);
@@ -129,6 +159,9 @@ int ds_live_open(struct ds_live **out, const char *tool, const char *role, const
         struct ds_live_segment *seg = live->seg;
         seg->version = DS_LIVE_VERSION;
         seg->pid = (int32_t)getpid();
+        seg->slot_offset = (uint32_t)SLOT_OFFSET;
+        seg->slot_size = sizeof(struct ds_live_slot);
+        seg->fault_count = DS_FAULT_COUNT;
         atomic_store_explicit(&seg->state, DS_LIVE_STARTING, memory_order_relaxed);
         set_text(seg->tool, sizeof(seg->tool), tool);
         set_text(seg->role, sizeof(seg->role), role);
@@ -151,7 +184,7 @@ void ds_live_close(struct ds_live *live)
                 /* Unlink first so tach stops finding it; neither call fails on our own
                  * segment, and there is nothing to do at exit if one did. */
                 shm_unlink(live->name);
-                munmap(live->seg, sizeof(*live->seg));
+                munmap(live->seg, SHARED_SIZE);
         } else {
                 free(live->seg);
         }
@@ -170,13 +203,55 @@ void ds_live_set_msg_size(struct ds_live *live, uint64_t msg_size)
 
 void ds_live_start(struct ds_live *live)
 {
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        live->seg->start_unix_ns = (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec;
         live->seg->start_ns = ds_now_ns();
         atomic_store_explicit(&live->seg->state, DS_LIVE_RUNNING, memory_order_release);
 }
 
 void ds_live_done(struct ds_live *live)
 {
+        live->seg->end_ns = ds_now_ns();
         atomic_store_explicit(&live->seg->state, DS_LIVE_DONE, memory_order_release);
+}
+
+static struct ds_live_slot *slot_at(struct ds_live_segment *seg, unsigned i)
+{
+        return (struct ds_live_slot *)((char *)seg + seg->slot_offset) + i;
+}
+
+struct ds_live_slot *ds_live_slot_open(struct ds_live_segment *seg, enum ds_live_slot_kind kind,
+                                       unsigned index, const char *name)
+{
+        /* Two passes: never-used slots first, so ended ones stay on show while there is
+         * room; then ended ones, oldest occupant or not. */
+        const uint32_t wanted[2] = {DS_SLOT_FREE, DS_SLOT_ENDED};
+        for (int pass = 0; pass < 2; pass++) {
+                for (unsigned i = 0; i < seg->slot_count; i++) {
+                        struct ds_live_slot *slot = slot_at(seg, i);
+                        uint32_t expect = wanted[pass];
+                        if (!atomic_compare_exchange_strong(&slot->state, &expect, DS_SLOT_CLAIMED))
+                                continue;
+                        atomic_fetch_add(&slot->generation, 1);
+                        slot->kind = kind;
+                        slot->index = index;
+                        set_text(slot->name, sizeof(slot->name), name);
+                        atomic_store_explicit(&slot->messages, 0, memory_order_relaxed);
+                        atomic_store_explicit(&slot->bytes, 0, memory_order_relaxed);
+                        for (int f = 0; f < DS_FAULT_COUNT; f++)
+                                atomic_store_explicit(&slot->faults[f], 0, memory_order_relaxed);
+                        atomic_store_explicit(&slot->state, DS_SLOT_ACTIVE, memory_order_release);
+                        return slot;
+                }
+        }
+        return NULL;
+}
+
+void ds_live_slot_close(struct ds_live_slot *slot)
+{
+        if (slot)
+                atomic_store_explicit(&slot->state, DS_SLOT_ENDED, memory_order_release);
 }
 
 struct ds_live_segment *ds_live_segment(struct ds_live *live)

@@ -102,6 +102,7 @@ static struct run *run_join(struct sink *k, const struct ds_wire_hello *hello, c
 struct stream_result {
         uint64_t first_ns, last_ns;
         bool aborted;
+        struct ds_live_slot *slot; /* the stream's published counters, or NULL */
 };
 
 static void report_extra(struct ds_json *json, void *ctx)
@@ -169,9 +170,12 @@ static int take_batch(struct ds_session *s, struct run *r, struct sink *k, struc
                         res->first_ns = now;
                 res->last_ns = now;
                 ds_live_add(&r->counters, data, bytes);
-                ds_live_add(ds_live_segment(k->live), data, bytes);
-                if (corrupt)
+                ds_live_stream_add(ds_live_segment(k->live), res->slot, data, bytes);
+                if (corrupt) {
                         ds_live_fault(&r->counters, DS_FAULT_CORRUPT, corrupt);
+                        ds_live_fault(ds_live_segment(k->live), DS_FAULT_CORRUPT, corrupt);
+                        ds_live_slot_fault(res->slot, DS_FAULT_CORRUPT, corrupt);
+                }
         }
         /* Credit follows the highest number seen, not the count received: a message lost
          * on the way no longer occupies the receiver, and must not hold its credit. */
@@ -235,6 +239,20 @@ static void linger(struct ds_session *s)
         }
 }
 
+/* A stream's faults, known once it ends, in the published totals and its slot. */
+static void publish_faults(struct ds_live_segment *seg, struct ds_live_slot *slot, uint64_t lost,
+                           const struct ds_seqtrack *track, uint64_t malformed)
+{
+        const uint64_t n[] = {[DS_FAULT_LOST] = lost,
+                              [DS_FAULT_DUP] = track->dup,
+                              [DS_FAULT_REORDERED] = track->reordered,
+                              [DS_FAULT_MALFORMED] = malformed};
+        for (int f = 0; f < (int)(sizeof(n) / sizeof(n[0])); f++) {
+                ds_live_fault(seg, (enum ds_fault)f, n[f]);
+                ds_live_slot_fault(slot, (enum ds_fault)f, n[f]);
+        }
+}
+
 /* One link, one stream of a run: hello, receive, final counts. */
 static void serve_link(struct sink *k, struct ds_link *link)
 {
@@ -250,7 +268,9 @@ static void serve_link(struct sink *k, struct ds_link *link)
                 return;
         struct ds_seqtrack track;
         ds_seqtrack_init(&track);
-        struct stream_result res = {0};
+        struct stream_result res = {.slot =
+                                        ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM,
+                                                          s.hello.stream, link->peer)};
         rc = receive(&s, r, k, s.hello.stream == 0, &res, &track, &err);
         /* The blast's own count reveals losses at the tail; a blast that vanished sent
          * what we can see, no more. */
@@ -260,6 +280,8 @@ static void serve_link(struct sink *k, struct ds_link *link)
         ds_live_fault(c, DS_FAULT_DUP, track.dup);
         ds_live_fault(c, DS_FAULT_REORDERED, track.reordered);
         ds_live_fault(c, DS_FAULT_MALFORMED, ds_link_malformed(link));
+        publish_faults(ds_live_segment(k->live), res.slot, lost, &track, ds_link_malformed(link));
+        ds_live_slot_close(res.slot);
         res.aborted = rc < 0;
         if (rc == 0) {
                 struct ds_wire_final final = {.messages = track.unique + track.dup,

@@ -43,8 +43,8 @@ static void test_live_segment_appears_in_dev_shm_and_goes_at_close(void **state)
         assert_true(fd >= 0);
         struct stat st;
         assert_int_equal(fstat(fd, &st), 0);
-        assert_int_equal(st.st_size, sizeof(struct ds_live_segment));
-        assert_int_equal(st.st_mode & 0777, 0644);
+        assert_true((size_t)st.st_size >= sizeof(struct ds_live_segment));
+        assert_int_equal(st.st_mode & 0777, 0600); /* owner only */
         const struct ds_live_segment *seen =
             mmap(NULL, sizeof(*seen), PROT_READ, MAP_SHARED, fd, 0);
         assert_true(seen != MAP_FAILED);
@@ -107,7 +107,7 @@ static void test_live_replaces_a_stale_segment_with_our_pid(void **state)
         assert_int_equal(shared, 1);
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
-        assert_int_equal(st.st_size, sizeof(struct ds_live_segment));
+        assert_true((size_t)st.st_size >= sizeof(struct ds_live_segment));
         ds_live_close(live);
         assert_int_equal(access(path, F_OK), -1);
 }
@@ -224,6 +224,184 @@ static void test_fault_names_are_the_json_keys(void **state)
         assert_string_equal(ds_fault_name(DS_FAULT_COUNT), "unknown");
 }
 
+/* Maps this process's own segment read-only, as tach does; *len gets its size. */
+static const void *map_own(size_t *len)
+{
+        char path[64];
+        segment_path(path, sizeof(path));
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        struct stat st;
+        assert_int_equal(fstat(fd, &st), 0);
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        assert_true(p != MAP_FAILED);
+        assert_int_equal(close(fd), 0);
+        *len = (size_t)st.st_size;
+        return p;
+}
+
+static void test_live_slots_publish_each_stream_and_are_reused_once_ended(void **state)
+{
+        (void)state;
+        struct ds_live *live;
+        assert_int_equal(ds_live_open(&live, "blast", "send", "tcp", NULL, NULL), 0);
+        ds_live_set_peer(live, "10.0.0.2");
+        ds_live_start(live);
+        struct ds_live_segment *seg = ds_live_segment(live);
+        struct ds_live_slot *a = ds_live_slot_open(seg, DS_SLOT_STREAM, 0, "10.0.0.2");
+        struct ds_live_slot *b = ds_live_slot_open(seg, DS_SLOT_STREAM, 1, "10.0.0.2");
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_ptr_not_equal(a, b);
+        ds_live_stream_add(seg, a, 2, 2000);
+        ds_live_stream_add(seg, b, 1, 500);
+        ds_live_slot_fault(b, DS_FAULT_LOST, 4);
+
+        size_t len;
+        const void *mem = map_own(&len);
+        static struct ds_live_view view;
+        char note[128] = "";
+        assert_int_equal(ds_live_parse(mem, len, &view, note, sizeof(note)), 0);
+        assert_string_equal(view.tool, "blast");
+        assert_string_equal(view.peer, "10.0.0.2");
+        assert_int_equal(view.state, DS_LIVE_RUNNING);
+        assert_true(view.start_ns > 0 && view.start_unix_ns > 0);
+        assert_int_equal(view.counters.bytes, 2500);
+        assert_int_equal(view.slot_count, 2);
+        assert_int_equal(view.slots[0].counters.bytes, 2000);
+        assert_int_equal(view.slots[1].index, 1);
+        assert_int_equal(view.slots[1].counters.messages, 1);
+        assert_int_equal(view.slots[1].counters.faults[DS_FAULT_LOST], 4);
+        assert_false(view.slots[0].ended);
+
+        /* Ended slots stay on show; a new stream takes a never-used slot first. */
+        ds_live_slot_close(a);
+        struct ds_live_slot *c = ds_live_slot_open(seg, DS_SLOT_DISK, 2, "/mnt/d2");
+        assert_ptr_not_equal(c, a);
+        assert_int_equal(ds_live_parse(mem, len, &view, note, sizeof(note)), 0);
+        assert_int_equal(view.slot_count, 3);
+        assert_true(view.slots[0].ended);
+        assert_int_equal(view.slots[2].kind, DS_SLOT_DISK);
+        assert_string_equal(view.slots[2].name, "/mnt/d2");
+
+        /* Full: ended slots are claimed again, counting from zero; then NULL, which the
+         * adders take. */
+        struct ds_live_slot *last = NULL;
+        for (unsigned i = 3; i < DS_LIVE_SLOTS; i++)
+                assert_non_null(last = ds_live_slot_open(seg, DS_SLOT_STREAM, i, "x"));
+        struct ds_live_slot *again = ds_live_slot_open(seg, DS_SLOT_STREAM, 9, "y");
+        assert_ptr_equal(again, a);
+        assert_int_equal(atomic_load(&again->bytes), 0);
+        assert_null(ds_live_slot_open(seg, DS_SLOT_STREAM, 10, "z"));
+        ds_live_stream_add(seg, NULL, 1, 1);
+        ds_live_slot_fault(NULL, DS_FAULT_DUP, 1);
+        ds_live_slot_close(NULL);
+        (void)last;
+        assert_int_equal(munmap((void *)mem, len), 0);
+        ds_live_close(live);
+}
+
+/* A copy of this process's segment to damage, 8-byte aligned like a mapping. */
+static uint64_t copy_words[(256 + DS_LIVE_SLOTS * 128) / 8 + 8];
+
+static size_t copy_own(struct ds_live **live)
+{
+        assert_int_equal(ds_live_open(live, "sink", "recv", "udp", NULL, NULL), 0);
+        ds_live_slot_open(ds_live_segment(*live), DS_SLOT_STREAM, 0, "peer");
+        size_t len;
+        const void *mem = map_own(&len);
+        assert_true(len <= sizeof(copy_words));
+        memcpy(copy_words, mem, len);
+        assert_int_equal(munmap((void *)mem, len), 0);
+        return len;
+}
+
+static void expect_rejected(size_t len, const char *words_in_note)
+{
+        static struct ds_live_view view;
+        char note[128] = "";
+        assert_int_equal(ds_live_parse(copy_words, len, &view, note, sizeof(note)), -EINVAL);
+        if (!strstr(note, words_in_note))
+                fail_msg("note '%s' does not say '%s'", note, words_in_note);
+}
+
+static void test_live_parse_rejects_future_truncated_and_garbage_segments(void **state)
+{
+        (void)state;
+        struct ds_live *live;
+        size_t len = copy_own(&live);
+        struct ds_live_segment *seg = (struct ds_live_segment *)copy_words;
+        static struct ds_live_view view;
+        assert_int_equal(ds_live_parse(copy_words, len, &view, NULL, 0), 0);
+        assert_int_equal(view.slot_count, 1);
+
+        seg->version = DS_LIVE_VERSION + 1;
+        expect_rejected(len, "version 3");
+        /* Version 1, what older tools write: the header up to the faults, no slots. */
+        seg->version = 1;
+        assert_int_equal(ds_live_parse(copy_words, 200, &view, NULL, 0), 0);
+        assert_string_equal(view.tool, "sink");
+        assert_int_equal(view.slot_count, 0);
+        expect_rejected(199, "truncated");
+        seg->version = DS_LIVE_VERSION;
+        expect_rejected(100, "truncated");
+        expect_rejected(len - 1, "truncated");
+        expect_rejected(3, "too short");
+        seg->slot_count = 1000000;
+        expect_rejected(len, "bad layout");
+        seg->slot_count = DS_LIVE_SLOTS;
+        seg->slot_offset = 4;
+        expect_rejected(len, "bad layout");
+        seg->slot_offset = 256;
+        memset(seg->tool, 'A', sizeof(seg->tool));
+        expect_rejected(len, "not terminated");
+        strcpy(seg->tool, "sink");
+        struct ds_live_slot *slot = (struct ds_live_slot *)((char *)copy_words + 256);
+        atomic_store(&slot->state, 99);
+        expect_rejected(len, "slot 0");
+        atomic_store(&slot->state, DS_SLOT_ACTIVE);
+        seg->magic = 0x12345678;
+        expect_rejected(len, "not a dragstrip segment");
+        /* Not yet filled in: neither an error nor a session. */
+        seg->magic = 0;
+        assert_int_equal(ds_live_parse(copy_words, len, &view, NULL, 0), -EAGAIN);
+        seg->magic = DS_LIVE_MAGIC;
+
+        /* Text that would steer a terminal comes out as '?'. */
+        strcpy(seg->peer, "\x1b[2Jevil\n");
+        assert_int_equal(ds_live_parse(copy_words, len, &view, NULL, 0), 0);
+        assert_string_equal(view.peer, "?[2Jevil?");
+        ds_live_close(live);
+}
+
+/* Last: --no-stats holds for the rest of the process. */
+static void test_live_no_stats_option_keeps_counters_private(void **state)
+{
+        (void)state;
+        char path[64];
+        segment_path(path, sizeof(path));
+        char *plain[] = {"blast", "-l", "1M", "host", NULL};
+        assert_int_equal(ds_live_take_option(4, plain), 4);
+        char *argv[] = {"blast", "--no-stats", "-l", "1M", "host", "--", "--no-stats", NULL};
+        assert_int_equal(ds_live_take_option(7, argv), 6);
+        assert_string_equal(argv[1], "-l");
+        assert_string_equal(argv[3], "host");
+        assert_string_equal(argv[5], "--no-stats"); /* after "--": an operand */
+        assert_null(argv[6]);
+        struct ds_live *live;
+        int shared = -1;
+        assert_int_equal(ds_live_open(&live, "blast", "send", "tcp", &shared, NULL), 0);
+        assert_int_equal(shared, 0);
+        assert_int_equal(access(path, F_OK), -1);
+        struct ds_live_segment *seg = ds_live_segment(live);
+        assert_null(ds_live_slot_open(seg, DS_SLOT_STREAM, 0, "x"));
+        ds_live_stream_add(seg, NULL, 3, 30);
+        struct ds_counters counters;
+        ds_live_read(seg, &counters);
+        assert_int_equal(counters.bytes, 30);
+        ds_live_close(live);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -234,6 +412,9 @@ int main(void)
             cmocka_unit_test(test_live_falls_back_to_private_memory_when_shm_refused),
             cmocka_unit_test(test_live_counts_from_many_threads_without_loss),
             cmocka_unit_test(test_fault_names_are_the_json_keys),
+            cmocka_unit_test(test_live_slots_publish_each_stream_and_are_reused_once_ended),
+            cmocka_unit_test(test_live_parse_rejects_future_truncated_and_garbage_segments),
+            cmocka_unit_test(test_live_no_stats_option_keeps_counters_private),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,119 @@
+# tach --once --json and tach -i SEC --json, held against what blast and sink report
+# themselves: the same tool, role, link and peer; over the same interval the same rate
+# within 10% (blast's cumulative bytes, from its -i reports, interpolated at tach's look
+# times); at the end, exactly the bytes and messages the tools counted, its streams
+# summing to them; and stripe's disks adding up to its put. As root it runs in network
+# and mount namespaces of its own (lo and /dev/shm its own).
+if [ "$(id -u)" = 0 ] && [ -z "${TACH_TEST_NETNS:-}" ]; then
+	exec env TACH_TEST_NETNS=1 unshare -n -m bash -c \
+		'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec bash "$@"' - "$0" "$@"
+fi
+source "$(dirname "$0")/lib.sh"
+port=16721
+tach=$DS_BIN/tach
+
+# Bad input first: one line, exit 2.
+expect_error "tach: a stray argument" "unexpected argument 'x'" "$tach" x
+expect_error "tach: --json alone" "--json is for --once or -i" "$tach" --json
+expect_error "tach: --once with -i" "exclusive" "$tach" --once -i 1
+expect_error "tach: -n without -i" "-n counts the looks of -i" "$tach" --once -n 3
+expect_error "tach: a delay too short" "-d: 0.01 s is out of range" "$tach" --once -d 0.01
+expect_error "tach: a bad interval" "-i: 'often' is not a duration" "$tach" -i often
+expect_error "tach: no terminal" "needs a terminal" "$tach"
+
+"$DS_BIN/sink" -p $port --once --json >"$work/sink.json" 2>"$work/sink.err" &
+sink_pid=$!
+wait_listening $port
+"$tach" --once --json -d 0.2 >"$work/once.json" || fail "tach --once --json failed"
+jq -e --arg pid "$sink_pid" '.sessions[$pid] | .tool == "sink" and .role == "recv" and
+	.link == "tcp" and .state == "running" and .bytes == 0' "$work/once.json" >/dev/null ||
+	fail "tach --once --json does not show the waiting sink: $(cat "$work/once.json")"
+pass "tach --once --json: the waiting sink"
+
+# blast flat out, two streams, reporting every 0.2 s; tach looks every second meanwhile.
+"$tach" -i 1 -n 7 --json >"$work/tach.json" 2>"$work/tach.err" &
+tach_pid=$!
+"$DS_BIN/blast" -p $port -l 1M -q 2 -w 4 -i 0.2 --json 127.0.0.1 >"$work/blast.json" \
+	2>"$work/blast.err" &
+blast_pid=$!
+wait "$blast_pid" || fail "blast failed: $(cat "$work/blast.err")"
+wait "$sink_pid" || fail "sink failed: $(cat "$work/sink.err")"
+wait "$tach_pid" || fail "tach -i failed: $(cat "$work/tach.err")"
+[ "$(wc -l <"$work/tach.json")" -eq 7 ] || fail "tach -i 1 -n 7 printed $(wc -l <"$work/tach.json") lines"
+pass "tach -i 1 -n 7 --json: seven lines"
+
+# The session as tach saw it, look by look: seconds since its start, bytes, rate.
+jq -c --arg pid "$blast_pid" '.sessions[$pid] | select(.) |
+	[.seconds, .bytes, .MB_per_s, .state, .tool, .role, .link, .peer]' "$work/tach.json" \
+	>"$work/looks"
+[ "$(wc -l <"$work/looks")" -ge 3 ] || fail "tach saw blast in fewer than 3 looks: $(cat "$work/looks")"
+jq -e 'select(.[4] != "blast" or .[5] != "send" or .[6] != "tcp" or .[7] != "127.0.0.1")' \
+	"$work/looks" >/dev/null && fail "tool, role, link or peer differ from blast's: $(head -1 "$work/looks")"
+pass "tach names blast as blast names itself"
+
+# blast's own cumulative bytes at the end of each of its intervals.
+jq -r 'select(.interval) | "\(.interval.end) \(.bytes)"' "$work/blast.json" |
+	awk '{ sum += $2; print $1, sum }' >"$work/cumulative"
+compared=$(python3 - "$work/looks" "$work/cumulative" <<'PY'
+import json, sys
+looks = [json.loads(l) for l in open(sys.argv[1])]
+points = [tuple(map(float, l.split())) for l in open(sys.argv[2])]
+def at(t):  # blast's bytes at t s, between its reports
+    prev = (0.0, 0.0)
+    for p in points:
+        if p[0] >= t:
+            return prev[1] + (p[1] - prev[1]) * (t - prev[0]) / (p[0] - prev[0])
+        prev = p
+    return None
+done = 0
+for a, b in zip(looks, looks[1:]):
+    if b[3] != "running" or a[0] <= 0:
+        continue  # the look before blast began, and the one that saw it end
+    tool = at(b[0]) and (at(b[0]) - at(a[0])) / (b[0] - a[0]) / 1e6
+    if tool is None:
+        continue
+    if not 0.9 < b[2] / tool < 1.1:
+        sys.exit(f"at {b[0]:.2f} s tach says {b[2]:.0f} MB/s, blast's own reports {tool:.0f}")
+    print(f"{b[0]:.2f}s:{b[2]:.0f}/{tool:.0f}", end=" ")
+    done += 1
+if done < 2:
+    sys.exit(f"only {done} looks fell inside blast's run")
+PY
+) || fail "$compared"
+pass "tach's rate / blast's, over the same intervals (MB/s): $compared"
+
+# The last look, after both ended: their exact final counts, from the mappings tach kept.
+last=$(tail -1 "$work/tach.json")
+blast_bytes=$(jq -s 'map(select(.interval | not)) | .[0].bytes' "$work/blast.json")
+blast_msgs=$(jq -s 'map(select(.interval | not)) | .[0].messages' "$work/blast.json")
+sink_bytes=$(jq -s 'map(select(.interval | not)) | .[0].bytes' "$work/sink.json")
+echo "$last" | jq -e --arg pid "$blast_pid" --argjson b "$blast_bytes" --argjson m "$blast_msgs" \
+	'.sessions[$pid] | .state == "ended" and .bytes == $b and .messages == $m and
+	 ([.streams[] | .bytes] | add) == $b and (.streams | length) == 2' >/dev/null ||
+	fail "blast's last look is not its report ($blast_bytes bytes, $blast_msgs messages): $(echo "$last" | jq -c --arg pid "$blast_pid" '.sessions[$pid] | del(.streams)')"
+echo "$last" | jq -e --arg pid "$sink_pid" --argjson b "$sink_bytes" \
+	'.sessions[$pid] | .state == "ended" and .bytes == $b' >/dev/null ||
+	fail "sink's last look is not its report ($sink_bytes bytes)"
+echo "$last" | jq -e '.nics.lo.rx_bytes >= '"$blast_bytes" >/dev/null ||
+	fail "lo carried less than blast sent: $(echo "$last" | jq -c .nics)"
+pass "ended: blast $blast_bytes bytes in $blast_msgs messages over 2 streams, sink $sink_bytes, as they reported"
+
+# stripe publishes each disk: a put over three directories, watched until it has ended.
+mkdir -p "$work/d0" "$work/d1" "$work/d2"
+head -c 48M /dev/urandom >"$work/src"
+"$tach" -i 0.1 --json >"$work/stripe-looks.json" 2>"$work/tach.err" &
+tach_pid=$!
+"$DS_BIN/stripe" put "$work/src" "$work/d0,$work/d1,$work/d2" big >/dev/null ||
+	fail "stripe put failed"
+for _ in $(seq 50); do
+	tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe" and .state == "ended")' \
+		>/dev/null 2>&1 && break
+	sleep 0.1
+done
+kill -INT "$tach_pid"
+wait "$tach_pid" || fail "tach -i did not end cleanly on SIGINT"
+tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe") |
+	.role == "put" and .state == "ended" and .bytes == 50331648 and
+	([.streams[] | select(.kind == "disk") | .bytes] | length == 3 and add == 50331648)' \
+	>/dev/null || fail "stripe's disks do not add up: $(tail -1 "$work/stripe-looks.json" | jq -c '.sessions')"
+pass "stripe put: three disks, 48 MiB between them, as tach saw it end; tach -i stops on SIGINT"
