@@ -192,8 +192,8 @@ static int push_piece(struct pipeline *pl, struct queue *q, struct piece piece,
         return rc;
 }
 
-/* Pops a piece; with until_done, returns -ENODATA once the queue is empty and no network
- * thread is left to fill it. */
+/* Pops a piece. With until_done (the disk side of receiving) the queue is drained even
+ * after a failure, and -ENODATA says it is empty with no network thread left to fill it. */
 static int pop_piece(struct pipeline *pl, struct queue *q, bool until_done, struct piece *piece,
                      struct ds_error *err)
 {
@@ -203,7 +203,9 @@ static int pop_piece(struct pipeline *pl, struct queue *q, bool until_done, stru
         while (q->count == 0 && !(until_done && pl->net_running == 0) &&
                (rc = wait_locked(pl, err)) == 0)
                 ;
-        if (rc == 0 && pl->failed)
+        if (until_done && q->count > 0)
+                rc = 0; /* what arrived before a failure is still written: more to resume from */
+        if (rc == 0 && pl->failed && !(until_done && q->count > 0))
                 rc = -ECANCELED;
         else if (rc == 0 && q->count == 0)
                 rc = -ENODATA;
