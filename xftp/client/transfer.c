@@ -178,9 +178,6 @@ static int commit_part(int fd, const char *part, const char *local, uint64_t siz
 static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, uint64_t size,
                   const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
-        if (!ftp->feat.hash)
-                return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
-                       -ENOTSUP;
         int rc = ftp_cmd(ftp, err, "HASH %s", remote);
         if (rc < 0)
                 return rc;
@@ -220,6 +217,9 @@ static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *
 static int get_file(struct ftp *ftp, const char *remote, const char *local,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
+        if (o->verify && !ftp->feat.hash)
+                return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
+                       -ENOTSUP;
         char part[PATH_ROOM];
         uint64_t size = UINT64_MAX, offset;
         bool marks = false;
@@ -240,8 +240,12 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 return fd;
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
-        if (offset > size)
-                offset = 0; /* the remote file shrank: start over */
+        if (offset > size && size != UINT64_MAX) {
+                close(fd);
+                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
+                               (unsigned long long)size, remote),
+                       -EINVAL;
+        }
         struct ds_xfile file;
         struct ds_xfer_result result = {0};
         rc = ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, err);
@@ -268,12 +272,14 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
                               (unsigned long long)result.prefix_end, (unsigned long long)size),
                       -EIO);
+        if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
+                rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
         if (rc == 0)
                 rc = commit_part(fd, part, local, result.prefix_end, err);
-        if (rc == 0 && o->verify)
-                rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
         ds_xfile_plain_close(&file);
         close(fd);
+        if (rc < 0 && offset == 0 && result.prefix_end == 0)
+                unlink(part); /* nothing came: no part to resume, and it was ours */
         if (rc == 0) {
                 t->files++;
                 t->resumed_bytes += offset;
@@ -291,6 +297,9 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
         uint64_t offset = 0;
         struct stat st;
 
+        if (o->verify && !ftp->feat.hash)
+                return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
+                       -ENOTSUP;
         int fd = open(local, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return ds_fail(err, -errno, "%s", local);
@@ -384,11 +393,14 @@ int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct
 {
         char *text = NULL;
         int rc = fetch_listing(ftp, "LIST", remote, o, &text, err);
-        if (rc == 0) {
-                fputs(text, stdout);
-                free(text);
-        }
-        return rc;
+        if (rc < 0)
+                return rc;
+        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
+        for (const char *p = text; *p; p++)
+                if (!(p[0] == '\r' && p[1] == '\n'))
+                        putchar(*p);
+        free(text);
+        return 0;
 }
 
 /* One entry of a listing: a name and whether it is a directory. false for lines that

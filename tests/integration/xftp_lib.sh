@@ -1,0 +1,64 @@
+# Shared by the xftp scripts: a private network namespace (fixed loopback ports collide
+# with nothing), vsftpd started on loopback with a configuration written here, and files
+# of random bytes.
+if [ -z "${XFTP_NETNS:-}" ]; then
+	exec unshare -n env XFTP_NETNS=1 bash "$0" "$@"
+fi
+. "$(dirname "$0")/lib.sh"
+ip link set lo up
+xftp=$DS_BIN/xftp
+chmod 755 "$work"
+
+# make_file PATH BYTES: random bytes.
+make_file() {
+	head -c "$2" /dev/urandom >"$1"
+}
+
+# same PATH PATH NAME: identical bytes, or fail.
+same() {
+	cmp -s "$1" "$2" || fail "$3: $1 and $2 differ"
+	pass "$3"
+}
+
+# start_vsftpd PORT [RATE]: anonymous vsftpd on 127.0.0.1:PORT serving $work/vs/root,
+# uploads allowed in pub/; RATE (bytes/s) slows transfers so they can be cut midway.
+# Sets vs_root and vs_pid.
+start_vsftpd() {
+	local port=$1 rate=${2:-0}
+	vs_root=$work/vs/root
+	mkdir -p "$vs_root/pub" "$work/vs/empty"
+	chmod 755 "$work/vs" "$vs_root"
+	chown ftp "$vs_root/pub"
+	cat >"$work/vs/vsftpd.conf" <<CONF
+listen=YES
+listen_address=127.0.0.1
+listen_port=$port
+background=NO
+anonymous_enable=YES
+local_enable=NO
+anon_root=$vs_root
+ftp_username=ftp
+write_enable=YES
+anon_upload_enable=YES
+anon_mkdir_write_enable=YES
+anon_other_write_enable=YES
+anon_umask=022
+anon_max_rate=$rate
+no_anon_password=YES
+seccomp_sandbox=NO
+secure_chroot_dir=$work/vs/empty
+xferlog_enable=NO
+CONF
+	vsftpd "$work/vs/vsftpd.conf" &
+	vs_pid=$!
+	wait_listening "$port"
+}
+
+# wait_size PATH BYTES: until PATH holds at least BYTES (at most 20 s).
+wait_size() {
+	for _ in $(seq 200); do
+		[ -f "$1" ] && [ "$(stat -c %s "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 never reached $2 bytes"
+}
