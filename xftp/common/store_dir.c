@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PART_PREFIX DS_STORE_OWN_PREFIX "part."
-#define MARK_LEN    21 /* 20 digits and a newline */
+#define MARK_LEN     21   /* 20 digits and a newline */
+#define LOCK_WAIT_MS 5000 /* how long an upload waits for the one before it to end */
 
 struct dir_store {
         struct ds_store base;
@@ -237,19 +240,44 @@ static void part_names(const char *user, const char *leaf, char *part, char *mar
         snprintf(mark, len, PART_PREFIX "%016" PRIx64 ".len", hash);
 }
 
-/* The resume point recorded for a partial, never more than the partial's size. */
-static int read_mark(int parent, const char *part, const char *mark, uint64_t *size)
+/* Opens the resume point's file and locks it (LOCK_EX for an upload, LOCK_SH to read it),
+ * waiting up to LOCK_WAIT_MS for an upload of the same file that is still ending (its
+ * client just gone). The lock keeps two uploads from writing one partial. Returns the
+ * descriptor, -ENOENT, -EBUSY, or another negative errno. */
+static int lock_mark(int parent, const char *mark, int op)
+{
+        int flags = (op == LOCK_EX ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC;
+
+        for (int waited = 0;; waited += 50) {
+                int fd = openat(parent, mark, flags, 0600);
+                if (fd < 0)
+                        return -errno;
+                struct stat sb;
+                if (flock(fd, op | LOCK_NB) == 0) {
+                        if (fstat(fd, &sb) == 0 && sb.st_nlink > 0)
+                                return fd;
+                        close(fd); /* committed meanwhile: open the name afresh */
+                        continue;
+                }
+                int rc = errno;
+                close(fd);
+                if (rc != EWOULDBLOCK)
+                        return -rc;
+                if (waited >= LOCK_WAIT_MS)
+                        return -EBUSY;
+                nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+        }
+}
+
+/* The resume point recorded in mark_fd for a partial, never more than its size. */
+static int read_mark(int parent, const char *part, int mark_fd, uint64_t *size)
 {
         char text[MARK_LEN + 1] = "";
         struct stat sb;
 
         if (fstatat(parent, part, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
                 return -ENOENT;
-        int fd = openat(parent, mark, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -ENOENT;
-        ssize_t n = pread(fd, text, MARK_LEN, 0);
-        close(fd);
+        ssize_t n = pread(mark_fd, text, MARK_LEN, 0);
         char *end;
         errno = 0;
         unsigned long long value = n > 0 ? strtoull(text, &end, 10) : 0;
@@ -302,7 +330,7 @@ static int start_upload(struct dir_file *file, const struct ds_store_upload *how
         if (committed && S_ISDIR(sb.st_mode))
                 return -EISDIR;
         if (how->offset > 0 && !how->append &&
-            read_mark(file->parent_fd, file->part, file->mark, &whole) == 0 &&
+            read_mark(file->parent_fd, file->part, file->mark_fd, &whole) == 0 &&
             whole >= how->offset) {
                 file->fd = openat(file->parent_fd, file->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
                 if (file->fd < 0)
@@ -337,13 +365,10 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         if (rc >= 0) {
                 snprintf(file->leaf, sizeof(file->leaf), "%s", leaf);
                 part_names(how->user, leaf, file->part, file->mark, sizeof(file->part));
+                file->mark_fd = rc = lock_mark(file->parent_fd, file->mark, LOCK_EX);
+        }
+        if (rc >= 0)
                 rc = start_upload(file, how);
-        }
-        if (rc >= 0) {
-                file->mark_fd = openat(file->parent_fd, file->mark,
-                                       O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                rc = file->mark_fd < 0 ? -errno : 0;
-        }
         if (rc >= 0 && how->allocate > 0) /* best effort: not every file system has it */
                 (void)fallocate(file->fd, FALLOC_FL_KEEP_SIZE, (off_t)file->base.start,
                                 (off_t)how->allocate);
@@ -384,7 +409,9 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
 
         if (file->base.xfile.ops)
                 ds_xfile_plain_close(&file->base.xfile);
-        if (file->upload && !file->committed && file->parent_fd >= 0 && !keep) {
+        struct stat sb;
+        if (file->upload && !file->committed && file->mark_fd >= 0 &&
+            (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
                 unlinkat(file->parent_fd, file->part, 0);
                 unlinkat(file->parent_fd, file->mark, 0);
         }
@@ -404,7 +431,11 @@ static int dir_partial_size(struct ds_store *store, const char *user, const char
         if (parent < 0)
                 return parent;
         part_names(user, leaf, part, mark, sizeof(part));
-        return close_keep(parent, read_mark(parent, part, mark, size));
+        int fd = lock_mark(parent, mark, LOCK_SH);
+        int rc = fd < 0 ? fd : read_mark(parent, part, fd, size);
+        if (fd >= 0)
+                close(fd);
+        return close_keep(parent, rc);
 }
 
 static void dir_close(struct ds_store *store)

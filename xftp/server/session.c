@@ -328,7 +328,9 @@ static void cmd_psiz(struct session *s, const char *arg)
         if (!resolve(s, arg, path))
                 return;
         int rc = ds_store_partial_size(s->config->store, s->user, path, &size);
-        if (rc < 0)
+        if (rc == -EBUSY)
+                session_reply(s, "450 An upload of %s is still ending; try again.", arg);
+        else if (rc < 0)
                 session_reply(s, "550 %s: no partial upload to continue.", arg);
         else
                 session_reply(s, "213 %llu", (unsigned long long)size);

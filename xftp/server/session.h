@@ -95,7 +95,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg);
 void xfer_cmd_hash(struct session *s, const char *path);
 /* Lists path on the control connection (STAT path, MLST path). */
 void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg);
-/* Forgets the data connection set up for the next transfer. */
+/* Forgets the data connection set up for the next transfer, and REST, RANG, ALLO. */
 void xfer_reset(struct session *s);
 
 #endif

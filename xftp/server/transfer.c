@@ -22,12 +22,19 @@
 
 #define LIST_CHUNK (64u << 10) /* a listing goes out in pieces of this size */
 
-void xfer_reset(struct session *s)
+/* Forgets the data connection set up, not REST, RANG or ALLO: clients send those before
+ * or after PASV. */
+static void forget_data(struct session *s)
 {
         if (s->pasv_fd >= 0)
                 close(s->pasv_fd);
         s->pasv_fd = -1;
         s->active.len = 0;
+}
+
+void xfer_reset(struct session *s)
+{
+        forget_data(s);
         s->rest = s->allocate = 0;
         s->range_start = s->range_end = 0;
 }
@@ -64,11 +71,11 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
                 session_reply(s, "425 PASV is for IPv4: use EPSV.");
                 return;
         }
-        xfer_reset(s);
+        forget_data(s);
         struct ds_data_opts opts = data_opts(s, s->config->stop);
         s->pasv_fd = ds_data_listen(&s->local, &opts, &err);
         if (s->pasv_fd < 0 || ds_ftp_addr_local(s->pasv_fd, &bound) < 0) {
-                xfer_reset(s);
+                forget_data(s);
                 session_reply(s, "425 Cannot open a passive port.");
                 return;
         }
@@ -108,7 +115,7 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
-        xfer_reset(s);
+        forget_data(s);
         s->active = addr;
         session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
 }
@@ -370,6 +377,8 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
         if (rc == -ERANGE)
                 session_reply(s, "554 No upload to continue from %llu (PSIZ tells where to).",
                               (unsigned long long)s->rest);
+        else if (rc == -EBUSY)
+                session_reply(s, "450 An upload of %s is still ending; try again.", arg);
         else if (rc == -EOPNOTSUPP)
                 session_reply(s, "504 REST and APPE are not available on a striped store.");
         else if (rc < 0)
