@@ -62,3 +62,23 @@ wait_size() {
 	done
 	fail "$1 never reached $2 bytes"
 }
+
+# start_xftpd PORT ROOT: xftpd on 127.0.0.1:PORT serving ROOT to bob (password secret).
+# Sets xs_pid.
+start_xftpd() {
+	local port=$1 root=$2
+	mkdir -p "$root"
+	chown nobody "$root"
+	[ -f "$work/users" ] || echo secret | "$DS_BIN/xftpd" --add-user "$work/users" bob >/dev/null
+	"$DS_BIN/xftpd" -p "$port" --listen 127.0.0.1 --root "$root" --users "$work/users" \
+		>>"$work/xftpd.$port.log" 2>&1 &
+	xs_pid=$!
+	wait_listening "$port"
+}
+
+# slow_loopback RATE: loopback shaped to RATE (tc's units, e.g. 200mbit) so that
+# transfers can be cut midway; slow_loopback off restores it.
+slow_loopback() {
+	tc qdisc del dev lo root 2>/dev/null || true
+	[ "$1" = off ] || tc qdisc add dev lo root tbf rate "$1" burst 256kb latency 100ms
+}

@@ -82,6 +82,23 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
         return rc < 0 ? rc : 0;
 }
 
+/* Data connections, then REST (right before the transfer command, as RFC 959 wants it)
+ * and RETR or STOR. On failure the connections are closed. */
+static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
+                         int *fds, unsigned n, const struct ds_data_opts *dopts,
+                         struct ds_error *err)
+{
+        int rc = ftp_passive(ftp, fds, n, dopts, err);
+        if (rc < 0)
+                return rc;
+        rc = rest(ftp, offset, err);
+        if (rc == 0)
+                rc = start_transfer(ftp, verb, remote, err);
+        if (rc < 0)
+                ds_data_close(fds, n);
+        return rc;
+}
+
 /* "dir/.base.xftp-part" for "dir/base". */
 static int part_name(const char *local, char *out, size_t room)
 {
@@ -99,21 +116,21 @@ static void record_whole(uint64_t whole, void *ctx)
         fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
 }
 
-/* How much of a partial download is whole: the attribute if there is one, else (a file
- * written in order only) its size. -1 when the attribute is missing on a file that has
- * one by construction. */
+/* How much of a partial download is whole: the attribute if there is one (never more
+ * than the file holds), else (a file written in order only) its size. */
 static uint64_t whole_of(int fd, bool *marked)
 {
         char text[24];
         struct stat st;
         ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
 
+        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
         *marked = n > 0;
-        if (n > 0) {
-                text[n] = '\0';
-                return strtoull(text, NULL, 10);
-        }
-        return fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+        if (n <= 0)
+                return size;
+        text[n] = '\0';
+        uint64_t whole = strtoull(text, NULL, 10);
+        return whole < size ? whole : size; /* the file may have been cut since */
 }
 
 /* Opens the partial download: continued with --resume, else created afresh (replacing a
@@ -253,14 +270,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         if (rc == 0)
                 rc = ftp_prepare(ftp, n, err);
         if (rc == 0)
-                rc = rest(ftp, offset, err);
-        if (rc == 0)
-                rc = ftp_passive(ftp, fds, n, &dopts, err);
-        if (rc == 0) {
-                rc = start_transfer(ftp, "RETR", remote, err);
-                if (rc < 0)
-                        ds_data_close(fds, n);
-        }
+                rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
         if (rc == 0) {
                 struct ds_xfer_opts xo = xfer_opts(o, offset, size);
                 xo.on_prefix = record_whole;
@@ -329,14 +339,7 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                 if (rc == 0 && offset == 0)
                         ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
                 if (rc == 0)
-                        rc = rest(ftp, offset, err);
-                if (rc == 0)
-                        rc = ftp_passive(ftp, fds, n, &dopts, err);
-                if (rc == 0) {
-                        rc = start_transfer(ftp, "STOR", remote, err);
-                        if (rc < 0)
-                                ds_data_close(fds, n);
-                }
+                        rc = open_transfer(ftp, "STOR", remote, offset, fds, n, &dopts, err);
                 if (rc == 0) {
                         struct ds_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
                         xo.length = (uint64_t)st.st_size - offset;
