@@ -131,3 +131,12 @@ kill "$xftpd_pid"
 wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM"
 grep -q "xftpd: stopped" "$work/xftpd.log" || fail "no 'stopped' line"
 pass "SIGTERM ends xftpd with status 0"
+
+# The example users file of docs/ loads, and its users log in with the passwords it names.
+"$xftpd" -p 16422 --root "$work/root" --users "$DS_SRC/docs/xftpd.users.example" "${run_as[@]}" \
+	2>>"$work/xftpd.log" &
+wait_listening 16422
+for login in alice:example-alice bob:example-bob; do
+	curl -sS "ftp://${login/:/:}@127.0.0.1:16422/" >/dev/null || fail "example user ${login%%:*} cannot log in"
+done
+pass "docs/xftpd.users.example: yescrypt and SHA-512 users log in"
