@@ -33,6 +33,7 @@ struct stripe_dir {
 struct stripe_file {
         struct ds_store_file base;
         struct ds_stripe *stripe;
+        struct stripe_dir dir; /* the engine names members through these until close */
         uint64_t size;
         bool committed;
 };
@@ -312,6 +313,14 @@ static int file_new(struct ds_store *store, struct stripe_file **out)
         return 0;
 }
 
+/* Hands the directories to the file: the engine's member paths name them until close. */
+static void file_keep_dir(struct stripe_file *file, const struct stripe_dir *dir)
+{
+        file->dir = *dir;
+        for (unsigned i = 0; i < dir->n; i++)
+                file->dir.dirs[i] = file->dir.names[i];
+}
+
 static int sopen_read(struct ds_store *store, const char *path, struct ds_store_file **out)
 {
         struct stripe_dir dir;
@@ -331,9 +340,11 @@ static int sopen_read(struct ds_store *store, const char *path, struct ds_store_
                 if (rc < 0)
                         free(file);
         }
-        dir_close(&dir);
-        if (rc < 0)
+        if (rc < 0) {
+                dir_close(&dir);
                 return rc;
+        }
+        file_keep_dir(file, &dir);
         ds_stripe_stat(file->stripe, &info);
         file->size = info.size;
         *out = &file->base;
@@ -363,10 +374,11 @@ static int screate(struct ds_store *store, const char *path, const struct ds_sto
                 if (rc < 0)
                         free(file);
         }
-        /* The engine keeps its member descriptors; the directory ones can go. */
-        dir_close(&dir);
-        if (rc < 0)
+        if (rc < 0) {
+                dir_close(&dir);
                 return rc;
+        }
+        file_keep_dir(file, &dir);
         *out = &file->base;
         return 0;
 }
@@ -386,6 +398,7 @@ static void sfile_close(struct ds_store_file *base, bool keep)
 
         (void)keep; /* an uncommitted striped upload is always discarded */
         ds_stripe_close(file->stripe, NULL);
+        dir_close(&file->dir);
         free(file);
 }
 
