@@ -224,9 +224,10 @@ static void *progress_main(void *arg)
         return NULL;
 }
 
-static void report(const struct cli *cli, const struct job_totals *t, double seconds, int rc,
+static void report(const struct cli *cli, const struct job_totals *t, double wall_seconds, int rc,
                    const struct ds_error *err)
 {
+        double seconds = t->seconds;
         double mbs = seconds > 0 ? (double)t->bytes / seconds / 1e6 : 0;
 
         if (!cli->json) {
@@ -250,6 +251,7 @@ static void report(const struct cli *cli, const struct job_totals *t, double sec
         ds_json_u64(&json, "bytes", t->bytes);
         ds_json_u64(&json, "resumed_bytes", t->resumed_bytes);
         ds_json_double(&json, "seconds", seconds);
+        ds_json_double(&json, "wall_seconds", wall_seconds);
         ds_json_double(&json, "MB_per_s", mbs);
         ds_json_u64(&json, "streams", t->streams_used);
         ds_json_u64(&json, "block", cli->job.block);

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #include "modee.h"
@@ -269,6 +270,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         struct ds_data_opts dopts = data_opts(o);
         if (rc == 0)
                 rc = ftp_prepare(ftp, n, err);
+        uint64_t start_ns = ds_now_ns();
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
         if (rc == 0) {
@@ -286,6 +288,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
         if (rc == 0)
                 rc = commit_part(fd, part, local, result.prefix_end, err);
+        t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         ds_xfile_plain_close(&file);
         close(fd);
         if (rc < 0 && offset == 0 && result.prefix_end == 0)
@@ -338,6 +341,7 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                 rc = ftp_prepare(ftp, n, err);
                 if (rc == 0 && offset == 0)
                         ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
+                uint64_t start_ns = ds_now_ns();
                 if (rc == 0)
                         rc = open_transfer(ftp, "STOR", remote, offset, fds, n, &dopts, err);
                 if (rc == 0) {
@@ -346,6 +350,7 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                         rc = move_data(ftp, &file, false, fds, n, &xo, &result, err);
                         t->bytes += result.bytes;
                 }
+                t->seconds += ds_seconds_between(start_ns, ds_now_ns());
                 if (rc == 0 && o->verify)
                         rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, err);
                 ds_xfile_plain_close(&file);
@@ -539,6 +544,7 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
                 rc = ftp_port(src, &addr, err);
         /* The destination waits for the source's connection before its 150, so both
          * commands go out before either reply is read. */
+        uint64_t start_ns = ds_now_ns();
         if (rc == 0)
                 rc = ftp_send(dst, err, "STOR %s", dst_path);
         if (rc == 0)
@@ -559,6 +565,7 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
                 rc = final_reply(dst, "STOR", err);
         src->timeout_ms = src_timeout;
         dst->timeout_ms = dst_timeout;
+        t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         if (rc == 0) {
                 t->files++;
                 t->bytes += size;

@@ -29,6 +29,9 @@ struct job_totals {
         unsigned files;
         uint64_t bytes;         /* moved over the network this run */
         uint64_t resumed_bytes; /* already there before this run */
+        double seconds;         /* moving data: from opening the data connections to the
+                                 * server's reply and, for a download, the local file synced
+                                 * and renamed (logins and listings not counted) */
         unsigned streams_used;  /* the most data connections one file used */
         unsigned verified;      /* files whose hash matched */
         char last_hash[DS_HASH_HEX_MAX];
