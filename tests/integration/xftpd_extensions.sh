@@ -12,7 +12,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	pass "started as root, xftpd serves as the store's user"
 fi
 python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$work/root" <<'PY' || fail "extensions"
-import hashlib, socket, sys, threading
+import hashlib, sys, threading
 sys.path.insert(0, sys.argv[2])
 from xftpd_raw import Ctl
 port, root = int(sys.argv[1]), sys.argv[5]
@@ -58,11 +58,6 @@ def blocks_recv(conns):
     for t in threads: t.join()
     return pieces, eof
 
-def open_streams(c, n):
-    text = c.expect(229, 'EPSV')
-    p = int(text.split('|||')[1].split('|')[0])
-    return p
-
 c = Ctl(port)
 c.login(sys.argv[3], sys.argv[4])
 feat = c.expect(211, 'FEAT')
@@ -89,11 +84,7 @@ assert code == 226 and got == data[1000:2000], (code, len(got))
 c.expect(200, 'TYPE I')
 c.expect(200, 'MODE E')
 c.expect(200, 'OPTS RETR Parallelism=4,4,4;')
-p = open_streams(c, 4)
-c.send('RETR f.bin')
-conns = [socket.create_connection(('127.0.0.1', p)) for _ in range(4)]
-c.expect(150)
-pieces, eof = blocks_recv(conns)
+pieces, eof = blocks_recv(c.data('RETR f.bin', 4))
 c.expect(226)
 assert eof == [4], eof
 got = b''.join(pieces[o] for o in sorted(pieces))
@@ -102,29 +93,14 @@ print('ok MODE E RETR over 4 streams')
 
 # MODE E STOR over 3 streams, blocks out of order, then HASH agrees.
 c.expect(200, 'OPTS RETR Parallelism=3')
-p = open_streams(c, 3)
-c.send('STOR e.bin')
-conns = [socket.create_connection(('127.0.0.1', p)) for _ in range(3)]
-c.expect(150)
-size = 1 << 20
-offsets = list(range(0, len(data), size))[::-1]
-for i, off in enumerate(offsets):
-    chunk = data[off:off + size]
-    conns[i % 3].sendall(bytes([0]) + len(chunk).to_bytes(8, 'big') + off.to_bytes(8, 'big') + chunk)
-conns[0].sendall(bytes([0x40]) + (0).to_bytes(8, 'big') + (3).to_bytes(8, 'big'))
-for s in conns:
-    s.sendall(bytes([0x08]) + bytes(16))
-    s.close()
-c.expect(226)
+assert c.modee_put('STOR e.bin', data, 3) == 226
 assert open(root + '/e.bin', 'rb').read() == data, 'MODE E STOR differs'
 print('ok MODE E STOR over 3 streams, blocks out of order')
 
-# A MODE E upload whose connections close before EOD is kept aside, not committed.
-p = open_streams(c, 3)
-c.send('STOR cut.bin')
-conns = [socket.create_connection(('127.0.0.1', p)) for _ in range(3)]
-c.expect(150)
-conns[1].sendall(bytes([0]) + (10).to_bytes(8, 'big') + (0).to_bytes(8, 'big') + b'0123456789')
+# A MODE E upload whose connection closes before EOD is kept aside, not committed.
+c.expect(200, 'OPTS RETR Parallelism=1')
+conns = c.data('STOR cut.bin')
+conns[0].sendall(bytes([0]) + (10).to_bytes(8, 'big') + (0).to_bytes(8, 'big') + b'0123456789')
 for s in conns:
     s.close()
 code, text = c.reply()

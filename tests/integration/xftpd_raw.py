@@ -58,38 +58,60 @@ class Ctl:
         except ConnectionResetError:
             return True
 
-    def pasv_get(self, command):
-        """EPSV, then command over the data connection: (final reply code, bytes)."""
+    def data(self, command, streams=1):
+        """EPSV, then command, with streams data connections: the connections, or the
+        refusal's code when command did not answer 150."""
         text = self.expect(229, 'EPSV')
         port = int(text.split('|||')[1].split('|')[0])
-        data = socket.create_connection((self.sock.getpeername()[0], port), timeout=20)
+        host = self.sock.getpeername()[0]
+        conns = [socket.create_connection((host, port), timeout=20) for _ in range(streams)]
         self.send(command)
         code, text = self.reply()
         if code != 150:
-            data.close()
-            return code, b''
+            for conn in conns:
+                conn.close()
+            return code
+        return conns
+
+    def pasv_get(self, command):
+        """command's data over one connection: (final reply code, bytes)."""
+        conns = self.data(command)
+        if isinstance(conns, int):
+            return conns, b''
         got = b''
         while True:
-            chunk = data.recv(1 << 20)
+            chunk = conns[0].recv(1 << 20)
             if not chunk:
                 break
             got += chunk
-        data.close()
+        conns[0].close()
         return self.reply()[0], got
 
     def pasv_put(self, command, payload, pace=0):
-        """EPSV, then command sending payload (pace seconds between 64 KiB pieces)."""
-        text = self.expect(229, 'EPSV')
-        port = int(text.split('|||')[1].split('|')[0])
-        data = socket.create_connection((self.sock.getpeername()[0], port), timeout=20)
-        self.send(command)
-        code, text = self.reply()
-        if code != 150:
-            data.close()
-            return code
+        """Sends payload for command (pace seconds between 64 KiB pieces): the final code."""
+        conns = self.data(command)
+        if isinstance(conns, int):
+            return conns
         for at in range(0, len(payload), 65536):
-            data.sendall(payload[at:at + 65536])
+            conns[0].sendall(payload[at:at + 65536])
             if pace:
                 time.sleep(pace)
-        data.close()
+        conns[0].close()
+        return self.reply()[0]
+
+    def modee_put(self, command, payload, streams, block=1 << 20):
+        """Sends payload for command in MODE E blocks over streams connections, last
+        block first, spread round-robin; then EOF and EODs. The final code."""
+        conns = self.data(command, streams)
+        if isinstance(conns, int):
+            return conns
+        offsets = list(range(0, len(payload), block))[::-1]
+        for i, off in enumerate(offsets):
+            chunk = payload[off:off + block]
+            head = bytes([0]) + len(chunk).to_bytes(8, 'big') + off.to_bytes(8, 'big')
+            conns[i % streams].sendall(head + chunk)
+        conns[0].sendall(bytes([0x40]) + (0).to_bytes(8, 'big') + streams.to_bytes(8, 'big'))
+        for conn in conns:
+            conn.sendall(bytes([0x08]) + bytes(16))
+            conn.close()
         return self.reply()[0]

@@ -301,86 +301,57 @@ static int sx_sync(struct ds_xfile *xfile)
 static const struct ds_xfile_ops stripe_xfile_ops = {
     .read_at = sx_read_at, .write_at = sx_write_at, .size = sx_size, .sync = sx_sync};
 
-static int file_new(struct ds_store *store, struct stripe_file **out)
+/* Opens (create false) or creates the striped file path, its directories kept open
+ * with it. */
+static int file_open(struct ds_store *store, const char *path, bool create,
+                     struct ds_store_file **out)
 {
-        struct stripe_file *file = calloc(1, sizeof(*file));
-        if (!file)
-                return -ENOMEM;
+        struct stripe_dir dir;
+        struct stat sb;
+        const char *leaf;
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc == -EINVAL && !create ? -ENOENT : rc;
+        if (fstatat(dir.fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+                rc = -EISDIR;
+        struct stripe_file *file = rc == 0 ? calloc(1, sizeof(*file)) : NULL;
+        if (rc == 0 && !file)
+                rc = -ENOMEM;
+        if (rc == 0) {
+                struct ds_stripe_options opts = {.flags = DS_STRIPE_WRITE | DS_STRIPE_REPLACE};
+                rc = create ? ds_stripe_create(&file->stripe, dir.dirs, dir.n, leaf, &opts, NULL)
+                            : ds_stripe_open(&file->stripe, dir.dirs, dir.n, leaf, NULL, NULL);
+        }
+        if (rc < 0) {
+                free(file);
+                dir_close(&dir);
+                return rc;
+        }
+        /* The engine names members by path through these directories until close. */
+        file->dir = dir;
+        for (unsigned i = 0; i < dir.n; i++)
+                file->dir.dirs[i] = file->dir.names[i];
+        struct ds_stripe_info info;
+        ds_stripe_stat(file->stripe, &info);
+        file->size = info.size;
         file->base.store = store;
         file->base.xfile =
             (struct ds_xfile){.ops = &stripe_xfile_ops, .impl = file, .fd = -1, .direct_fd = -1};
-        *out = file;
+        *out = &file->base;
         return 0;
-}
-
-/* Hands the directories to the file: the engine's member paths name them until close. */
-static void file_keep_dir(struct stripe_file *file, const struct stripe_dir *dir)
-{
-        file->dir = *dir;
-        for (unsigned i = 0; i < dir->n; i++)
-                file->dir.dirs[i] = file->dir.names[i];
 }
 
 static int sopen_read(struct ds_store *store, const char *path, struct ds_store_file **out)
 {
-        struct stripe_dir dir;
-        struct stripe_file *file = NULL;
-        struct ds_stripe_info info;
-        const char *leaf;
-        int rc = parent_open(store, path, &dir, &leaf);
-        if (rc < 0)
-                return rc == -EINVAL ? -ENOENT : rc;
-        struct stat sb;
-        if (fstatat(dir.fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
-                rc = -EISDIR;
-        if (rc == 0)
-                rc = file_new(store, &file);
-        if (rc == 0) {
-                rc = ds_stripe_open(&file->stripe, dir.dirs, dir.n, leaf, NULL, NULL);
-                if (rc < 0)
-                        free(file);
-        }
-        if (rc < 0) {
-                dir_close(&dir);
-                return rc;
-        }
-        file_keep_dir(file, &dir);
-        ds_stripe_stat(file->stripe, &info);
-        file->size = info.size;
-        *out = &file->base;
-        return 0;
+        return file_open(store, path, false, out);
 }
 
 static int screate(struct ds_store *store, const char *path, const struct ds_store_upload *how,
                    struct ds_store_file **out)
 {
-        struct stripe_dir dir;
-        struct stripe_file *file = NULL;
-        const char *leaf;
-
         if (how->offset || how->append)
                 return -EOPNOTSUPP;
-        int rc = parent_open(store, path, &dir, &leaf);
-        if (rc < 0)
-                return rc;
-        struct stat sb;
-        if (fstatat(dir.fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
-                rc = -EISDIR;
-        if (rc == 0)
-                rc = file_new(store, &file);
-        if (rc == 0) {
-                struct ds_stripe_options opts = {.flags = DS_STRIPE_WRITE | DS_STRIPE_REPLACE};
-                rc = ds_stripe_create(&file->stripe, dir.dirs, dir.n, leaf, &opts, NULL);
-                if (rc < 0)
-                        free(file);
-        }
-        if (rc < 0) {
-                dir_close(&dir);
-                return rc;
-        }
-        file_keep_dir(file, &dir);
-        *out = &file->base;
-        return 0;
+        return file_open(store, path, true, out);
 }
 
 static int scommit(struct ds_store_file *base)
