@@ -40,24 +40,7 @@ cp "$src" "$work/xs/root/src"
 chown ftp "$work/vs/root/pub"
 chown -R nobody "$work/xs/root"
 
-cat >"$work/vs/vsftpd.conf" <<CONF
-listen=YES
-listen_address=127.0.0.1
-listen_port=2121
-background=NO
-anonymous_enable=YES
-local_enable=NO
-anon_root=$work/vs/root
-ftp_username=ftp
-write_enable=YES
-anon_upload_enable=YES
-anon_other_write_enable=YES
-anon_umask=022
-no_anon_password=YES
-seccomp_sandbox=NO
-secure_chroot_dir=$work/vs/empty
-xferlog_enable=NO
-CONF
+bench_vsftpd_conf "$work/vs/root" 2121 0 >"$work/vs/vsftpd.conf"
 vsftpd "$work/vs/vsftpd.conf" &
 bench_wait_listening 2121
 

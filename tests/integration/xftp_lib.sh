@@ -5,6 +5,8 @@ if [ -z "${XFTP_NETNS:-}" ]; then
 	exec unshare -n env XFTP_NETNS=1 bash "$0" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=../../bench/lib.sh
+. "$DS_SRC/bench/lib.sh"
 ip link set lo up
 xftp=$DS_BIN/xftp
 chmod 755 "$work"
@@ -29,26 +31,7 @@ start_vsftpd() {
 	mkdir -p "$vs_root/pub" "$work/vs/empty"
 	chmod 755 "$work/vs" "$vs_root"
 	chown ftp "$vs_root/pub"
-	cat >"$work/vs/vsftpd.conf" <<CONF
-listen=YES
-listen_address=127.0.0.1
-listen_port=$port
-background=NO
-anonymous_enable=YES
-local_enable=NO
-anon_root=$vs_root
-ftp_username=ftp
-write_enable=YES
-anon_upload_enable=YES
-anon_mkdir_write_enable=YES
-anon_other_write_enable=YES
-anon_umask=022
-anon_max_rate=$rate
-no_anon_password=YES
-seccomp_sandbox=NO
-secure_chroot_dir=$work/vs/empty
-xferlog_enable=NO
-CONF
+	bench_vsftpd_conf "$vs_root" "$port" "$rate" >"$work/vs/vsftpd.conf"
 	vsftpd "$work/vs/vsftpd.conf" &
 	vs_pid=$!
 	wait_listening "$port"

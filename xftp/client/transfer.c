@@ -218,6 +218,14 @@ static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, ui
         return 0;
 }
 
+static void count_file(struct job_totals *t, uint64_t resumed, unsigned streams)
+{
+        t->files++;
+        t->resumed_bytes += resumed;
+        if (streams > t->streams_used)
+                t->streams_used = streams;
+}
+
 /* Moves one file's data over the connections just opened: receive into file, or send it. */
 static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *fds, unsigned n,
                      const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
@@ -293,12 +301,8 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         close(fd);
         if (rc < 0 && offset == 0 && result.prefix_end == 0)
                 unlink(part); /* nothing came: no part to resume, and it was ours */
-        if (rc == 0) {
-                t->files++;
-                t->resumed_bytes += offset;
-                if (n > t->streams_used)
-                        t->streams_used = n;
-        }
+        if (rc == 0)
+                count_file(t, offset, n);
         return rc;
 }
 
@@ -356,12 +360,8 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                 ds_xfile_plain_close(&file);
         }
         close(fd);
-        if (rc == 0) {
-                t->files++;
-                t->resumed_bytes += offset;
-                if (n > t->streams_used)
-                        t->streams_used = n;
-        }
+        if (rc == 0)
+                count_file(t, offset, n);
         return rc;
 }
 

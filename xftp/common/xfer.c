@@ -522,13 +522,20 @@ static int start_threads(struct pipeline *pl, struct net_thread *threads, void *
         return 0;
 }
 
-static void finish(struct net_thread *threads, unsigned started, uint64_t start_ns,
-                   struct ds_xfer_result *result)
+/* Joins the network threads, times the transfer, and returns the pipeline's first failure
+ * (its message in err) or rc. */
+static int finish(struct pipeline *pl, struct net_thread *threads, unsigned started,
+                  uint64_t start_ns, struct ds_xfer_result *result, int rc, struct ds_error *err)
 {
         for (unsigned i = 0; i < started; i++)
                 pthread_join(threads[i].thread, NULL);
         result->seconds = ds_seconds_between(start_ns, ds_now_ns());
         result->mb_per_s = result->seconds > 0 ? (double)result->bytes / result->seconds / 1e6 : 0;
+        if (pl->failed) {
+                *err = pl->err;
+                return pl->failed;
+        }
+        return rc;
 }
 
 /* The disk side of sending: reads the range into buffers, deals them to the connections in
@@ -630,11 +637,7 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
                 if (rc < 0 && rc != -ECANCELED)
                         fail(&pl, rc, err);
         }
-        finish(threads, started, start_ns, result);
-        if (pl.failed) {
-                rc = pl.failed;
-                *err = pl.err;
-        }
+        rc = finish(&pl, threads, started, start_ns, result, rc, err);
         pipeline_free(&pl);
         return rc;
 }
@@ -737,11 +740,8 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
                 rc = write_side(&pl, is, result, err);
         if (rc < 0 && rc != -ECANCELED)
                 fail(&pl, rc, err);
-        finish(threads, started, start_ns, result);
-        if (pl.failed) {
-                rc = pl.failed;
-                *err = pl.err;
-        } else if (mode == DS_XFER_BLOCKS && !ds_modee_end_done(&pl.end)) {
+        rc = finish(&pl, threads, started, start_ns, result, rc, err);
+        if (rc == 0 && mode == DS_XFER_BLOCKS && !ds_modee_end_done(&pl.end)) {
                 ds_fail(err, 0, "the sender ended without EOF");
                 rc = -EPIPE;
         }
