@@ -140,3 +140,5 @@ for login in alice:example-alice bob:example-bob; do
 	curl -sS "ftp://${login/:/:}@127.0.0.1:16422/" >/dev/null || fail "example user ${login%%:*} cannot log in"
 done
 pass "docs/xftpd.users.example: yescrypt and SHA-512 users log in"
+
+log_clean

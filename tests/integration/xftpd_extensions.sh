@@ -152,3 +152,5 @@ src.expect(226)
 dst.expect(226)
 PY
 same "$work/root/f.bin" "$work/root2/copy.bin" "server-to-server copy (EPSV on one, EPRT on the other, 2 streams)"
+
+log_clean

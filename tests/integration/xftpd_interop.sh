@@ -98,3 +98,5 @@ done
 grep -q "RETR /f.bin 3000000 bytes .* MB/s .* ok" "$work/xftpd.log" ||
 	fail "no transfer log line: $(tail -5 "$work/xftpd.log")"
 pass "one log line per transfer, with bytes, seconds and MB/s"
+
+log_clean

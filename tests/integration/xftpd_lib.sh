@@ -58,3 +58,11 @@ work = '$work'
 exec(sys.stdin.read())
 "
 }
+
+# log_clean: the servers' log shows no sanitizer report (a session process that hit one
+# exits without the test noticing otherwise).
+log_clean() {
+	! grep -E -A5 'Sanitizer|runtime error:' "$work/xftpd.log" >&2 ||
+		fail "a sanitizer report in xftpd's log"
+	pass "no sanitizer report from any session"
+}

@@ -78,3 +78,5 @@ after=$(find "$work" -path "$work/root" -prune -o ! -name xftpd.log -print | sor
 pass "nothing outside the root changed"
 [ -f "$work/root/evil" ] || fail "STOR ../evil did not land inside the root"
 pass "'..' above the root stops at the root"
+
+log_clean

@@ -151,3 +151,5 @@ PY
 	wait "$small_pid" || fail "xftpd on the small disk did not end cleanly"
 	umount "$work/small"
 fi
+
+log_clean

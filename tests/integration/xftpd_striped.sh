@@ -46,3 +46,5 @@ code, got = c.pasv_get('RETR e.bin')
 assert code == 226 and got == data
 PY
 pass "MODE E upload out of order into the striped store; REST + STOR refused (504)"
+
+log_clean
