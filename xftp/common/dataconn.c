@@ -54,6 +54,8 @@ static int parse_six(const char **p, struct ds_ftp_addr *out)
                 if (i < 5 && *(*p)++ != ',')
                         return -EINVAL;
         }
+        if (n[4] == 0 && n[5] == 0)
+                return -EINVAL; /* port 0: nothing to connect to */
         struct sockaddr_in *in = (struct sockaddr_in *)&out->ss;
         memset(out, 0, sizeof(*out));
         in->sin_family = AF_INET;

@@ -23,7 +23,7 @@ struct ds_ftp_addr {
 #define DS_FTP_ADDR_TEXT 64 /* room for any formatted argument or reply below */
 
 /* PORT h1,h2,h3,h4,p1,p2 (RFC 959): the argument, spaces allowed around the commas.
- * IPv4 only. Returns 0 or -EINVAL. */
+ * IPv4 only; port 0 refused. Returns 0 or -EINVAL. */
 int ds_ftp_parse_port(const char *arg, struct ds_ftp_addr *out);
 /* The same six numbers for addr (IPv4, or an IPv4-mapped IPv6 address), as PORT's argument
  * and inside PASV's 227 reply. Returns 0, or -EAFNOSUPPORT for a true IPv6 address. */
