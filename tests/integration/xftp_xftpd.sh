@@ -52,10 +52,45 @@ kill "$xs_pid"
 wait "$xs_pid" 2>/dev/null || true
 xs_pid=$first
 
+# IPv6: EPSV to a server listening on ::1.
+"$DS_BIN/xftpd" -p 2125 --listen ::1 --root "$root" --users "$work/users" >>"$work/xftpd6.log" 2>&1 &
+v6=$!
+wait_listening 2125
+"$xftp" -q -P 2 get "ftp://bob:secret@[::1]:2125/a.bin" "$work/a6" >/dev/null
+same "$root/a.bin" "$work/a6" "get -P 2 over IPv6"
+"$xftp" -q put "$work/a6" "ftp://bob:secret@[::1]:2125/a6up" >/dev/null
+same "$work/a6" "$root/a6up" "put over IPv6"
+kill $v6
+wait $v6 2>/dev/null || true
+
+# Directories through MLSD.
+mkdir -p "$work/tree/sub/deeper"
+make_file "$work/tree/one" 1000
+make_file "$work/tree/sub/two" 3000000
+make_file "$work/tree/sub/deeper/three" 5000
+"$xftp" -q -r -P 2 put "$work/tree" $url/tree >/dev/null
+"$xftp" -q -r -P 2 get $url/tree "$work/back" >/dev/null
+diff -r "$work/tree" "$work/back" >/dev/null || fail "-r round trip through MLSD differs"
+pass "-r -P 2 put then get through MLSD give the same tree"
+
 # Resume after kill -9, the loopback slowed to about 25 MB/s.
 make_file "$root/big.bin" $((48 * 1048576 + 4097))
 chown nobody "$root/big.bin"
 slow_loopback 200mbit
+# SIGINT ends a transfer promptly, keeping the part and leaving the final name alone.
+"$xftp" -q get $url/big.bin "$work/int.bin" >/dev/null 2>&1 &
+client=$!
+wait_size "$work/.int.bin.xftp-part" $((4 * 1048576))
+start=$(date +%s%N)
+kill -INT $client
+status=0
+wait $client || status=$?
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+[ $status -eq 1 ] || fail "SIGINT: exit $status, not 1"
+[ $elapsed_ms -lt 3000 ] || fail "SIGINT took $elapsed_ms ms to end the transfer"
+[ -e "$work/.int.bin.xftp-part" ] && [ ! -e "$work/int.bin" ] || fail "SIGINT: part lost or final name taken"
+pass "SIGINT ends a download in $elapsed_ms ms, the part kept"
+
 for p in 1 4; do
 	rm -f "$work/big.bin"
 	"$xftp" -q -P $p get $url/big.bin "$work/big.bin" >/dev/null &
