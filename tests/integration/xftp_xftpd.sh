@@ -77,6 +77,24 @@ pass "-r -P 2 put then get through MLSD give the same tree"
 make_file "$root/big.bin" $((48 * 1048576 + 4097))
 chown nobody "$root/big.bin"
 slow_loopback 200mbit
+# A striped store of four directories: clients see ordinary files.
+mkdir -p "$work/st/d0" "$work/st/d1" "$work/st/d2" "$work/st/d3"
+chown -R nobody "$work/st"
+"$DS_BIN/xftpd" -p 2126 --listen 127.0.0.1 --users "$work/users" \
+	--root "$work/st/d0,$work/st/d1,$work/st/d2,$work/st/d3" >>"$work/xftpd-st.log" 2>&1 &
+striped=$!
+wait_listening 2126
+for p in 1 4; do
+	"$xftp" -q -P $p --verify put "$root/a.bin" ftp://bob:secret@127.0.0.1:2126/s.$p >/dev/null
+	"$xftp" -q -P $p --verify get ftp://bob:secret@127.0.0.1:2126/s.$p "$work/s.$p" >/dev/null
+	same "$root/a.bin" "$work/s.$p" "put and get -P $p through a striped store, HASH checked"
+done
+for d in d0 d1 d2 d3; do
+	[ -n "$(ls -A "$work/st/$d")" ] || fail "the striped store left $d empty"
+done
+kill $striped
+wait $striped 2>/dev/null || true
+
 # SIGINT ends a transfer promptly, keeping the part and leaving the final name alone.
 "$xftp" -q get $url/big.bin "$work/int.bin" >/dev/null 2>&1 &
 client=$!
