@@ -56,6 +56,7 @@ struct cli {
         struct job_opts job;
         bool json, quiet;
         const char *netrc;
+        struct ds_live *live; /* tach sees the peer here */
         const char *op;
         char **args;
         int nargs;
@@ -277,6 +278,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                 if (strcmp(op, "cp") == 0)
                         url_arg(cli->args[1], &b);
         }
+        ds_live_set_peer(cli->live, a.host);
         rc = login(&ftp, &a, cli, err);
         if (rc < 0)
                 return rc;
@@ -333,6 +335,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         ds_live_set_msg_size(live, cli.job.block);
+        cli.live = live;
         cli.job.live = ds_live_segment(live);
         ds_live_start(live);
 
