@@ -226,14 +226,12 @@ int url_credentials(struct url *url, const char *netrc, bool may_prompt)
                 snprintf(url->user, sizeof(url->user), "anonymous");
                 url->has_user = true;
         }
-        if (!url->has_pass) {
-                if (strcmp(url->user, "anonymous") == 0 || strcmp(url->user, "ftp") == 0 ||
-                    !may_prompt) {
-                        snprintf(url->pass, sizeof(url->pass), "xftp@");
-                        url->has_pass = true;
-                        return 0;
-                }
-                return prompt_password(url);
+        if (url->has_pass)
+                return 0;
+        if (strcmp(url->user, "anonymous") == 0 || strcmp(url->user, "ftp") == 0) {
+                snprintf(url->pass, sizeof(url->pass), "xftp@");
+                url->has_pass = true;
+                return 0;
         }
-        return 0;
+        return may_prompt ? prompt_password(url) : -ENOTTY;
 }

@@ -24,10 +24,10 @@ bool url_is_ftp(const char *text);
  * a decoded NUL, CR or LF refused. Returns 0 or -EINVAL. */
 int url_parse(const char *text, struct url *out);
 
-/* Fills missing credentials: ~/.netrc (machine or default entry; skipped, with a note in
- * *why, when the file is readable by others, as ftp(1) does), then a password prompt on the
- * terminal when a user is known but no password, else anonymous. netrc may be NULL for
- * $HOME/.netrc. Returns 0 or a negative errno. */
+/* Fills missing credentials: ~/.netrc (the machine entry, else the default one; not used
+ * when others can read the file, nor its password for another login), then for a named
+ * user a password prompt on the terminal (with may_prompt), else anonymous. netrc may be
+ * NULL for $HOME/.netrc. Returns 0, or -ENOTTY when a user's password was nowhere. */
 int url_credentials(struct url *url, const char *netrc, bool may_prompt);
 
 #endif
