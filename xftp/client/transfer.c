@@ -23,10 +23,11 @@
 #include "modee.h"
 #include "xfer.h"
 
-#define WHOLE_XATTR "user.xftp.whole"
-#define PART_SUFFIX ".xftp-part"
-#define LISTING_MAX (64u << 20)
-#define PATH_ROOM   4096
+#define WHOLE_XATTR    "user.xftp.whole"
+#define PART_SUFFIX    ".xftp-part"
+#define LISTING_MAX    (64u << 20)
+#define PATH_ROOM      4096
+#define TREE_DEPTH_MAX 64u /* a server's directories nested deeper are refused */
 
 /* The transfer's mode and connection count for this server. */
 static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o)
@@ -449,9 +450,12 @@ static int join(char *out, size_t room, const char *dir, const char *name)
         return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
 }
 
-static int get_tree(struct ftp *ftp, const char *remote, const char *local,
+static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
+        if (depth > TREE_DEPTH_MAX)
+                return ds_fail(err, 0, "%s: deeper than %u directories", remote, TREE_DEPTH_MAX),
+                       -ELOOP;
         char *text = NULL;
         bool mlsd = ftp->feat.mlst;
         int rc = fetch_listing(ftp, mlsd ? "MLSD" : "LIST", remote, o, &text, err);
@@ -472,15 +476,19 @@ static int get_tree(struct ftp *ftp, const char *remote, const char *local,
                         rc = (ds_fail(err, 0, "%s/%s: name too long", remote, name), -ENAMETOOLONG);
                         break;
                 }
-                rc = is_dir ? get_tree(ftp, r, l, o, t, err) : get_file(ftp, r, l, o, t, err);
+                rc = is_dir ? get_tree(ftp, r, l, depth + 1, o, t, err)
+                            : get_file(ftp, r, l, o, t, err);
         }
         free(text);
         return rc;
 }
 
-static int put_tree(struct ftp *ftp, const char *local, const char *remote,
+static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsigned depth,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
+        if (depth > TREE_DEPTH_MAX)
+                return ds_fail(err, 0, "%s: deeper than %u directories", local, TREE_DEPTH_MAX),
+                       -ELOOP;
         DIR *dir = opendir(local);
         if (!dir)
                 return ds_fail(err, -errno, "%s", local);
@@ -501,7 +509,7 @@ static int put_tree(struct ftp *ftp, const char *local, const char *remote,
                 if (lstat(l, &st) < 0)
                         rc = ds_fail(err, -errno, "%s", l);
                 else if (S_ISDIR(st.st_mode))
-                        rc = put_tree(ftp, l, r, o, t, err);
+                        rc = put_tree(ftp, l, r, depth + 1, o, t, err);
                 else if (S_ISREG(st.st_mode))
                         rc = put_file(ftp, l, r, o, t, err);
         }
@@ -512,14 +520,14 @@ static int put_tree(struct ftp *ftp, const char *local, const char *remote,
 int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
             struct job_totals *t, struct ds_error *err)
 {
-        return o->recursive ? get_tree(ftp, remote, local, o, t, err)
+        return o->recursive ? get_tree(ftp, remote, local, 0, o, t, err)
                             : get_file(ftp, remote, local, o, t, err);
 }
 
 int job_put(struct ftp *ftp, const char *local, const char *remote, const struct job_opts *o,
             struct job_totals *t, struct ds_error *err)
 {
-        return o->recursive ? put_tree(ftp, local, remote, o, t, err)
+        return o->recursive ? put_tree(ftp, local, remote, 0, o, t, err)
                             : put_file(ftp, local, remote, o, t, err);
 }
 
