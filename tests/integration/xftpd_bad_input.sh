@@ -141,4 +141,13 @@ for login in alice:example-alice bob:example-bob; do
 done
 pass "docs/xftpd.users.example: yescrypt and SHA-512 users log in"
 
+
+# --listen ADDR: that address only.
+"$xftpd" -p 16423 --listen 127.0.0.1 --root "$work/root" --users "$work/users" "${run_as[@]}" \
+	2>>"$work/xftpd.log" &
+wait_listening 16423
+ss -Hltn "sport = :16423" | grep -q '127.0.0.1:16423' || fail "--listen 127.0.0.1: $(ss -Hltn "sport = :16423")"
+! curl -sS -g "ftp://$user:x@[::1]:16423/" 2>/dev/null || fail "--listen 127.0.0.1 answered on ::1"
+pass "--listen ADDR listens on that address only"
+
 log_clean

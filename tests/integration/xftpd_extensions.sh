@@ -75,6 +75,17 @@ assert c.expect(213, 'HASH f.bin') == '213 CRC32C 0-%d %08x f.bin' % (len(data),
 c.expect(200, 'OPTS HASH SHA-256')
 c.expect(550, 'HASH nothing')
 
+# The session publishes live counters for tach: tool xftpd, the client as peer, bytes moved.
+def live_segment():
+    import glob, struct
+    me = '127.0.0.1:%d' % c.sock.getsockname()[1]
+    for path in glob.glob('/dev/shm/dragstrip.*'):
+        seg = open(path, 'rb').read(160)
+        if seg[16:21] == b'xftpd' and seg[64:128].split(b'\0')[0].decode() == me:
+            return struct.unpack_from('<Q', seg, 152)[0]
+    raise AssertionError('no live segment for this session')
+before = live_segment()
+
 # RANG then RETR: exactly that range.
 c.expect(350, 'RANG 1000 2000')
 code, got = c.pasv_get('RETR f.bin')
@@ -89,6 +100,7 @@ c.expect(226)
 assert eof == [4], eof
 got = b''.join(pieces[o] for o in sorted(pieces))
 assert got == data, 'MODE E RETR differs'
+assert live_segment() >= before + len(data), 'live bytes did not count the RETR'
 print('ok MODE E RETR over 4 streams')
 
 # MODE E STOR over 3 streams, blocks out of order, then HASH agrees.

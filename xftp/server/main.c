@@ -317,7 +317,9 @@ int main(int argc, char **argv)
             .max_fails = o.max_fails,
             .stop = &stop,
         };
-        fprintf(stderr, "xftpd: serving %s on port %u\n", o.roots, o.port);
+        unsigned width = ds_store_width(store);
+        fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots,
+                width > 1 ? " (striped)" : "", o.port);
         int status = serve(listen_fd, &o, &config);
         close(listen_fd);
         ds_store_close(store);
