@@ -318,8 +318,8 @@ int main(int argc, char **argv)
             .stop = &stop,
         };
         unsigned width = ds_store_width(store);
-        fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots,
-                width > 1 ? " (striped)" : "", o.port);
+        fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots, width > 1 ? " (striped)" : "",
+                o.port);
         int status = serve(listen_fd, &o, &config);
         close(listen_fd);
         ds_store_close(store);
