@@ -138,6 +138,66 @@ static _Noreturn void add_user(const char *file, const char *name)
         exit(0);
 }
 
+/* One option from getopt_long into o; --help, --version and bad options exit here. */
+static void take_option(int c, char **argv, struct options *o, const char **add_file)
+{
+        switch (c) {
+        case 'p':
+                o->port = ds_cli_port("-p", optarg);
+                break;
+        case 'b':
+                o->block = ds_cli_size("-b", optarg, 64u << 10, 256u << 20);
+                break;
+        case OPT_ROOT:
+                o->roots = optarg;
+                break;
+        case OPT_USERS:
+                o->users_file = optarg;
+                break;
+        case OPT_ANON:
+                o->anonymous = true;
+                break;
+        case OPT_LISTEN:
+                o->listen_addr = optarg;
+                break;
+        case OPT_MAX_SESSIONS:
+                o->max_sessions = count_arg("--max-sessions", optarg, 10000);
+                break;
+        case OPT_MAX_PER_HOST:
+                o->max_per_host = count_arg("--max-per-host", optarg, 10000);
+                break;
+        case OPT_IDLE:
+                o->idle_ms = ms_arg("--idle", optarg);
+                break;
+        case OPT_LOGIN:
+                o->login_ms = ms_arg("--login-timeout", optarg);
+                break;
+        case OPT_DATA:
+                o->data_ms = ms_arg("--data-timeout", optarg);
+                break;
+        case OPT_MAX_FAILS:
+                o->max_fails = count_arg("--max-fails", optarg, 1000);
+                break;
+        case OPT_RUN_AS:
+                o->run_as = optarg;
+                break;
+        case OPT_ALLOW_ROOT:
+                o->allow_root = true;
+                break;
+        case OPT_ADD_USER:
+                *add_file = optarg;
+                break;
+        case 'h':
+                usage();
+                exit(0);
+        case OPT_VERSION:
+                printf("xftpd %s\n", DS_VERSION);
+                exit(0);
+        default:
+                ds_cli_bad_option("xftpd", argv, c);
+        }
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
         static const struct option longs[] = {
@@ -172,63 +232,8 @@ static void parse_options(int argc, char **argv, struct options *o)
                               .login_ms = 30000,
                               .data_ms = 30000};
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":p:b:h", longs, NULL)) != -1) {
-                switch (c) {
-                case 'p':
-                        o->port = ds_cli_port("-p", optarg);
-                        break;
-                case 'b':
-                        o->block = ds_cli_size("-b", optarg, 64u << 10, 256u << 20);
-                        break;
-                case OPT_ROOT:
-                        o->roots = optarg;
-                        break;
-                case OPT_USERS:
-                        o->users_file = optarg;
-                        break;
-                case OPT_ANON:
-                        o->anonymous = true;
-                        break;
-                case OPT_LISTEN:
-                        o->listen_addr = optarg;
-                        break;
-                case OPT_MAX_SESSIONS:
-                        o->max_sessions = count_arg("--max-sessions", optarg, 10000);
-                        break;
-                case OPT_MAX_PER_HOST:
-                        o->max_per_host = count_arg("--max-per-host", optarg, 10000);
-                        break;
-                case OPT_IDLE:
-                        o->idle_ms = ms_arg("--idle", optarg);
-                        break;
-                case OPT_LOGIN:
-                        o->login_ms = ms_arg("--login-timeout", optarg);
-                        break;
-                case OPT_DATA:
-                        o->data_ms = ms_arg("--data-timeout", optarg);
-                        break;
-                case OPT_MAX_FAILS:
-                        o->max_fails = count_arg("--max-fails", optarg, 1000);
-                        break;
-                case OPT_RUN_AS:
-                        o->run_as = optarg;
-                        break;
-                case OPT_ALLOW_ROOT:
-                        o->allow_root = true;
-                        break;
-                case OPT_ADD_USER:
-                        add_file = optarg;
-                        break;
-                case 'h':
-                        usage();
-                        exit(0);
-                case OPT_VERSION:
-                        printf("xftpd %s\n", DS_VERSION);
-                        exit(0);
-                default:
-                        ds_cli_bad_option("xftpd", argv, c);
-                }
-        }
+        while ((c = getopt_long(argc, argv, ":p:b:h", longs, NULL)) != -1)
+                take_option(c, argv, o, &add_file);
         if (add_file) {
                 if (optind != argc - 1)
                         errx(2, "--add-user FILE NAME: expected one user name after the file");

@@ -151,14 +151,16 @@ static void cmd_user(struct session *s, const char *name)
                 session_reply(s, "530 Already logged in; one user per session.");
                 return;
         }
-        snprintf(s->user, sizeof(s->user), "%.*s", XFTPD_USER_NAME_MAX, name);
         s->user_given = true;
         s->anonymous = anonymous_name(name);
+        /* A name no users file can hold matches nothing (and is not cut to one that does). */
+        bool valid = s->anonymous || xftpd_user_name_ok(name);
+        snprintf(s->user, sizeof(s->user), "%.*s", XFTPD_USER_NAME_MAX, valid ? name : "");
         /* Whether anonymous is allowed shows only at PASS. */
         if (s->anonymous && s->config->anonymous)
                 session_reply(s, "331 Anonymous login: any password (read-only).");
         else
-                session_reply(s, "331 Password required for %s.", s->user);
+                session_reply(s, "331 Password required.");
 }
 
 /* Returns false when the session must end (too many failures). */

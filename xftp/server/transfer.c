@@ -243,6 +243,15 @@ static void reply_cut(struct session *s, int rc, const char *why)
         }
 }
 
+/* A transfer that ended well: 226, and a second 226 for an ABOR that came too late to
+ * cut it (the client waits for a reply to it). */
+static void reply_done(struct session *s, const char *text)
+{
+        session_reply(s, "226 %s", text);
+        if (atomic_load(&s->aborted))
+                session_reply(s, "226 ABOR: the transfer had ended.");
+}
+
 static void log_transfer(struct session *s, const char *verb, const char *path,
                          const struct ds_xfer_result *result, const char *outcome)
 {
@@ -351,7 +360,7 @@ void xfer_cmd_retr(struct session *s, const char *arg)
         if (job.connected)
                 log_transfer(s, "RETR", path, &job.result, rc == 0 ? "ok" : "cut");
         if (rc == 0)
-                session_reply(s, "226 Transfer complete.");
+                reply_done(s, "Transfer complete.");
         else if (job.connected)
                 reply_cut(s, rc, job.err.text);
         job_end(s, &job, false);
@@ -421,7 +430,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                              whole && rc == 0 ? "ok" : "kept partial");
         bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
         if (whole && rc == 0)
-                session_reply(s, "226 Transfer complete.");
+                reply_done(s, "Transfer complete.");
         else if (commit_rc < 0 && !full)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
@@ -501,6 +510,10 @@ static int list_entry(const char *name, const struct ds_store_stat *st, void *ct
         char *at = l->buf + l->used;
         int n = 0;
 
+        /* A name no command could name (control bytes) would break the listing's lines. */
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return 0;
         if (l->fd < 0) /* inside a multi-line reply: a space first, as MLST wants */
                 at[n++] = ' ';
         if (l->verb == V_MLSD || l->verb == V_MLST)
@@ -561,7 +574,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                         rc = list_path(l, path, name);
                         ds_data_close(&fd, 1);
                         if (rc == 0)
-                                session_reply(s, "226 Listing sent.");
+                                reply_done(s, "Listing sent.");
                         else
                                 reply_cut(s, rc, strerror(-rc));
                 }
