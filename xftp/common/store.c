@@ -103,10 +103,10 @@ int ds_store_path(const char *cwd, const char *arg, char *out, size_t len)
         return 0;
 }
 
-int ds_store_open(struct ds_store **out, const char *roots, struct ds_error *err)
+int ds_store_open(struct ds_store **out, const char *roots, unsigned flags, struct ds_error *err)
 {
         return strchr(roots, ',') ? store_stripe_open(out, roots, err)
-                                  : store_dir_open(out, roots, err);
+                                  : store_dir_open(out, roots, flags, err);
 }
 
 void ds_store_close(struct ds_store *store)

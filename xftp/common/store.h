@@ -35,9 +35,17 @@ struct ds_store_stat {
         unsigned mode; /* permission bits */
 };
 
+enum ds_store_flags {
+        /* A plain directory's files are read and written with O_DIRECT where the file
+         * system takes it (else through the page cache, with its read-ahead). A striped
+         * set always goes as stripe's engine does. */
+        DS_STORE_DIRECT = 1u << 0,
+};
+
 /* Opens the store on roots, "DIR" or "DIR,DIR,..." (two or more: a striped set, the
- * directories on different disks). Returns 0 or a negative errno with err filled. */
-int ds_store_open(struct ds_store **out, const char *roots, struct ds_error *err);
+ * directories on different disks), flags from enum ds_store_flags. Returns 0 or a
+ * negative errno with err filled. */
+int ds_store_open(struct ds_store **out, const char *roots, unsigned flags, struct ds_error *err);
 void ds_store_close(struct ds_store *store);
 /* 1 for a plain directory, the stripe width for a striped set. */
 unsigned ds_store_width(const struct ds_store *store);

@@ -17,13 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PART_PREFIX DS_STORE_OWN_PREFIX "part."
+#define PART_PREFIX  DS_STORE_OWN_PREFIX "part."
 #define MARK_LEN     21   /* 20 digits and a newline */
 #define LOCK_WAIT_MS 5000 /* how long an upload waits for the one before it to end */
 
 struct dir_store {
         struct ds_store base;
         int root_fd;
+        unsigned xfile_flags; /* DS_XFILE_DIRECT or 0 */
 };
 
 struct dir_file {
@@ -43,6 +44,11 @@ struct dir_file {
 static int root_of(struct ds_store *store)
 {
         return ((struct dir_store *)store)->root_fd;
+}
+
+static unsigned xfile_flags(struct ds_store *store)
+{
+        return ((struct dir_store *)store)->xfile_flags;
 }
 
 static int close_keep(int fd, int rc)
@@ -194,7 +200,7 @@ static int file_wrap(int fd, struct ds_store *store, bool upload, struct dir_fil
         file->parent_fd = -1;
         file->mark_fd = -1;
         file->upload = upload;
-        int rc = ds_xfile_plain(&file->base.xfile, fd, DS_XFILE_DIRECT, &err);
+        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store), &err);
         if (rc < 0) {
                 free(file);
                 return close_keep(fd, rc);
@@ -374,7 +380,7 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
                                 (off_t)how->allocate);
         struct ds_error err;
         if (rc >= 0)
-                rc = ds_xfile_plain(&file->base.xfile, file->fd, DS_XFILE_DIRECT, &err);
+                rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store), &err);
         if (rc < 0) {
                 file->base.xfile.ops = NULL;
                 store->ops->file_close(&file->base, !file->fresh);
@@ -460,7 +466,7 @@ static const struct ds_store_ops dir_ops = {
     .partial_size = dir_partial_size,
 };
 
-int store_dir_open(struct ds_store **out, const char *root, struct ds_error *err)
+int store_dir_open(struct ds_store **out, const char *root, unsigned flags, struct ds_error *err)
 {
         struct dir_store *store = calloc(1, sizeof(*store));
 
@@ -474,6 +480,7 @@ int store_dir_open(struct ds_store **out, const char *root, struct ds_error *err
         }
         store->base.ops = &dir_ops;
         store->base.width = 1;
+        store->xfile_flags = flags & DS_STORE_DIRECT ? DS_XFILE_DIRECT : 0;
         *out = &store->base;
         return 0;
 }

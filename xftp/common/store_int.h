@@ -39,7 +39,7 @@ struct ds_store_file {
         uint64_t start;
 };
 
-int store_dir_open(struct ds_store **out, const char *root, struct ds_error *err);
+int store_dir_open(struct ds_store **out, const char *root, unsigned flags, struct ds_error *err);
 int store_stripe_open(struct ds_store **out, const char *roots, struct ds_error *err);
 
 /* openat2 beneath dirfd, with no magic links ("" opens dirfd's own directory). Returns

@@ -47,7 +47,7 @@ static void usage(void)
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root;
+        bool anonymous, allow_root, direct;
         size_t block;
         unsigned max_sessions, max_per_host, max_fails;
         int idle_ms, login_ms, data_ms;
@@ -67,6 +67,7 @@ enum {
         OPT_RUN_AS,
         OPT_ALLOW_ROOT,
         OPT_ADD_USER,
+        OPT_DIRECT,
         OPT_VERSION
 };
 
@@ -184,6 +185,9 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_ALLOW_ROOT:
                 o->allow_root = true;
                 break;
+        case OPT_DIRECT:
+                o->direct = true;
+                break;
         case OPT_ADD_USER:
                 *add_file = optarg;
                 break;
@@ -215,6 +219,7 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"max-fails", required_argument, NULL, OPT_MAX_FAILS},
             {"run-as", required_argument, NULL, OPT_RUN_AS},
             {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
+            {"direct", no_argument, NULL, OPT_DIRECT},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
@@ -300,7 +305,7 @@ int main(int argc, char **argv)
         parse_options(argc, argv, &o);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
                 errx(1, "%s", err.text);
-        if (ds_store_open(&store, o.roots, &err) < 0)
+        if (ds_store_open(&store, o.roots, o.direct ? DS_STORE_DIRECT : 0, &err) < 0)
                 errx(1, "%s", err.text);
         int listen_fd = ds_net_listen(o.listen_addr, o.port, SOCK_STREAM, &err);
         if (listen_fd < 0)
