@@ -65,3 +65,19 @@ slow_loopback() {
 	tc qdisc del dev lo root 2>/dev/null || true
 	[ "$1" = off ] || tc qdisc add dev lo root tbf rate "$1" burst 256kb latency 100ms
 }
+
+# wait_whole PART BYTES: until xftp's partial download PART is whole up to BYTES (its
+# user.xftp.whole mark; the file's size alone says nothing with MODE E), at most 20 s.
+wait_whole() {
+	python3 - "$1" "$2" <<'PY' || fail "$1 never became whole up to $2 bytes"
+import os, sys, time
+for _ in range(200):
+    try:
+        if int(os.getxattr(sys.argv[1], "user.xftp.whole")) >= int(sys.argv[2]):
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}

@@ -113,7 +113,7 @@ for p in 1 4; do
 	rm -f "$work/big.bin"
 	"$xftp" -q -P $p get $url/big.bin "$work/big.bin" >/dev/null &
 	client=$!
-	wait_size "$work/.big.bin.xftp-part" $((8 * 1048576))
+	wait_whole "$work/.big.bin.xftp-part" $((8 * 1048576))
 	kill -9 $client
 	wait $client 2>/dev/null || true
 	[ ! -e "$work/big.bin" ] || fail "a killed download took its final name"
@@ -124,7 +124,7 @@ for p in 1 4; do
 	rm -f "$work/big.bin"
 	"$xftp" -q -P $p get $url/big.bin "$work/big.bin" >/dev/null 2>&1 &
 	client=$!
-	wait_size "$work/.big.bin.xftp-part" $((8 * 1048576))
+	wait_whole "$work/.big.bin.xftp-part" $((8 * 1048576))
 	kill_xftpd
 	status=0
 	wait $client || status=$?
@@ -136,12 +136,15 @@ for p in 1 4; do
 
 	"$xftp" -q -P $p put "$work/big.bin" $url/up-big.$p >/dev/null 2>&1 &
 	client=$!
+	# xftpd keeps the resume point of a partial upload in .xftpd-part.KEY.len
+	whole=0
 	for _ in $(seq 200); do
-		part=$(find "$root" -name '.xftpd-part.*' -size +8M | head -n 1)
-		[ -n "$part" ] && break
+		mark=$(find "$root" -name '.xftpd-part.*.len' | head -n 1)
+		[ -n "$mark" ] && whole=$((10#$(tr -dc 0-9 <"$mark" || true)0 / 10))
+		[ "$whole" -ge $((8 * 1048576)) ] && break
 		sleep 0.1
 	done
-	[ -n "$part" ] || fail "no partial upload appeared"
+	[ "$whole" -ge $((8 * 1048576)) ] || fail "no partial upload grew to 8 MiB"
 	kill_xftpd
 	wait $client 2>/dev/null || true
 	[ ! -e "$root/up-big.$p" ] || fail "a cut upload took its final name"
