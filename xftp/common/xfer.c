@@ -578,7 +578,9 @@ static int read_side(struct pipeline *pl, struct ds_xfer_result *result, struct 
         return rc;
 }
 
-/* MODE S from a plain descriptor: the kernel moves page-cache pages to the socket. */
+/* MODE S from a plain descriptor: the kernel moves page-cache pages to the socket, with
+ * no copy into user space. Sending 1 GiB to xftpd it cost the sender 0.14-0.15 s of
+ * system time against 0.26-0.29 s for reads into pool buffers and send(). */
 static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
                             struct ds_error *err)
 {
