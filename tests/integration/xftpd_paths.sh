@@ -63,6 +63,25 @@ for name in ['with space', 'quote"d', 'caf\xc3\xa9', ' lead', 'semi;colon']:
     code, data = c.pasv_get('RETR ' + name)
     assert code == 226 and data == b'abc', name
 c.expect(257, 'MKD quote"d dir')
+# A ".." inside a link meets renames elsewhere on the system: openat2 then asks for a
+# retry (EAGAIN), which must not reach the client as 550.
+import os, shutil, tempfile, threading
+spinning = True
+spin_dir = tempfile.mkdtemp()
+def spin():
+    open(spin_dir + '/a', 'w').close()
+    while spinning:
+        os.rename(spin_dir + '/a', spin_dir + '/b')
+        os.rename(spin_dir + '/b', spin_dir + '/a')
+spinner = threading.Thread(target=spin)
+spinner.start()
+try:
+    for _ in range(1000):
+        c.expect(213, 'SIZE sub/up')
+finally:
+    spinning = False
+    spinner.join()
+    shutil.rmtree(spin_dir)
 # Listings never show links that lead out, nor the server's own files.
 code, listing = c.pasv_get('LIST')
 assert code == 226
@@ -72,6 +91,7 @@ assert b'inside' in listing and b'f.bin' in listing
 c.expect(221, 'QUIT')
 PY
 pass "escapes refused: .., absolute paths, symlinks out, control bytes, the server's own files"
+pass "a link with '..' resolves while renames race it"
 after=$(find "$work" -path "$work/root" -prune -o ! -name xftpd.log -print | sort | md5sum)
 [ "$before" = "$after" ] || fail "something changed outside the root"
 [ "$(cat "$work/outside/secret")" = secret ] || fail "outside file changed"

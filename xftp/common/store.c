@@ -23,9 +23,14 @@ int store_openat2(int dirfd, const char *path, int flags, unsigned mode)
         };
         long fd;
 
-        do
+        /* EAGAIN: a rename anywhere in the system raced a ".." in the walk (a symbolic link
+         * such as ../f) and the kernel could not prove it stayed beneath; it asks for a
+         * retry, which a loaded machine needs now and then. */
+        for (int tries = 0;; tries++) {
                 fd = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
-        while (fd < 0 && errno == EINTR);
+                if (fd >= 0 || (errno != EINTR && (errno != EAGAIN || tries >= 1000)))
+                        break;
+        }
         return fd < 0 ? -errno : (int)fd;
 }
 
