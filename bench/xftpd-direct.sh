@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/xftpd-direct.sh: xftpd's plain store with O_DIRECT (--direct) against the page cache
-# (the default), for a file of SIZE MiB copied disk to disk on loopback by xftp get and put
-# and by curl get, caches dropped before each run, timed until the data is durable (a
-# final sync). A and B alternate; medians, spreads and the ratio B/A.
+# bench/xftpd-direct.sh: xftpd's plain store read with O_DIRECT (--direct-reads) against
+# the page cache (the default), for a file of SIZE MiB copied disk to disk on loopback by
+# xftp get and curl get, and xftp put (written with O_DIRECT either way: a check on the
+# noise), caches dropped before each run, timed until the data is durable (a final sync).
+# A and B alternate; medians, spreads and the ratio B/A.
 # Usage (as root, for drop_caches): DS_BIN=build/bin bench/xftpd-direct.sh [DIR] [ROUNDS] [MiB]
 set -euo pipefail
 bin=${DS_BIN:-build/bin}
@@ -17,7 +18,7 @@ head -c $((mib << 20)) /dev/urandom >"$work/root/src"
 echo bench | "$bin/xftpd" --add-user "$work/users" bench
 url="ftp://bench:bench@127.0.0.1:$port"
 
-start_server() { # start_server [--direct]
+start_server() { # start_server [--direct-reads]
 	"$bin/xftpd" -p "$port" --root "$work/root" --users "$work/users" --allow-root "$@" 2>/dev/null &
 	server=$!
 	for _ in $(seq 50); do ss -Hltn "sport = :$port" | grep -q . && return; sleep 0.1; done
@@ -40,7 +41,7 @@ timed() {
 declare -A results
 for round in $(seq "$rounds"); do
 	for mode in page direct; do
-		[ "$mode" = direct ] && start_server --direct || start_server
+		if [ "$mode" = direct ]; then start_server --direct-reads; else start_server; fi
 		rm -f "$work/local/g" "$work/root/p"
 		results[$mode-xftp-get]+="$(timed "$bin/xftp" -q get "$url/src" "$work/local/g") "
 		results[$mode-xftp-put]+="$(timed "$bin/xftp" -q put "$work/local/g" "$url/p") "

@@ -36,10 +36,10 @@ struct ds_store_stat {
 };
 
 enum ds_store_flags {
-        /* A plain directory's files are read and written with O_DIRECT where the file
-         * system takes it (else through the page cache, with its read-ahead). A striped
-         * set always goes as stripe's engine does. */
-        DS_STORE_DIRECT = 1u << 0,
+        /* A plain directory's files are read with O_DIRECT where the file system takes it,
+         * not through the page cache and its read-ahead. Uploads are always written with
+         * O_DIRECT where taken; a striped set always goes as stripe's engine does. */
+        DS_STORE_DIRECT_READS = 1u << 0,
 };
 
 /* Opens the store on roots, "DIR" or "DIR,DIR,..." (two or more: a striped set, the

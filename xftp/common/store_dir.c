@@ -24,7 +24,7 @@
 struct dir_store {
         struct ds_store base;
         int root_fd;
-        unsigned xfile_flags; /* DS_XFILE_DIRECT or 0 */
+        unsigned read_flags; /* for ds_xfile_plain: DS_XFILE_DIRECT or 0 */
 };
 
 struct dir_file {
@@ -46,9 +46,12 @@ static int root_of(struct ds_store *store)
         return ((struct dir_store *)store)->root_fd;
 }
 
-static unsigned xfile_flags(struct ds_store *store)
+/* Reads go through the page cache unless asked: its read-ahead read 1 GiB about 1.4 times
+ * as fast as O_DIRECT with one read in flight. Uploads go by O_DIRECT: 1.5 times as fast
+ * as buffered writes and the fsync before commit (bench/xftpd-direct.sh). */
+static unsigned xfile_flags(struct ds_store *store, bool upload)
 {
-        return ((struct dir_store *)store)->xfile_flags;
+        return upload ? DS_XFILE_DIRECT : ((struct dir_store *)store)->read_flags;
 }
 
 static int close_keep(int fd, int rc)
@@ -200,7 +203,7 @@ static int file_wrap(int fd, struct ds_store *store, bool upload, struct dir_fil
         file->parent_fd = -1;
         file->mark_fd = -1;
         file->upload = upload;
-        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store), &err);
+        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store, upload), &err);
         if (rc < 0) {
                 free(file);
                 return close_keep(fd, rc);
@@ -380,7 +383,7 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
                                 (off_t)how->allocate);
         struct ds_error err;
         if (rc >= 0)
-                rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store), &err);
+                rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store, true), &err);
         if (rc < 0) {
                 file->base.xfile.ops = NULL;
                 store->ops->file_close(&file->base, !file->fresh);
@@ -480,7 +483,7 @@ int store_dir_open(struct ds_store **out, const char *root, unsigned flags, stru
         }
         store->base.ops = &dir_ops;
         store->base.width = 1;
-        store->xfile_flags = flags & DS_STORE_DIRECT ? DS_XFILE_DIRECT : 0;
+        store->read_flags = flags & DS_STORE_DIRECT_READS ? DS_XFILE_DIRECT : 0;
         *out = &store->base;
         return 0;
 }

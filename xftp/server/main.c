@@ -32,6 +32,7 @@ static void usage(void)
             "  --anonymous            also serve USER anonymous, read-only\n"
             "  --listen ADDR          listen on ADDR only (default: every IPv6 and IPv4 address)\n"
             "  -b, --block SIZE       buffer and MODE E block size (default 4M)\n"
+            "  --direct-reads         read a one-directory store with O_DIRECT\n"
             "  --max-sessions N       sessions at once (default 64)\n"
             "  --max-per-host N       sessions from one address (default 16)\n"
             "  --idle SEC             end a session silent this long (default 300)\n"
@@ -47,7 +48,7 @@ static void usage(void)
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root, direct;
+        bool anonymous, allow_root, direct_reads;
         size_t block;
         unsigned max_sessions, max_per_host, max_fails;
         int idle_ms, login_ms, data_ms;
@@ -67,7 +68,7 @@ enum {
         OPT_RUN_AS,
         OPT_ALLOW_ROOT,
         OPT_ADD_USER,
-        OPT_DIRECT,
+        OPT_DIRECT_READS,
         OPT_VERSION
 };
 
@@ -185,8 +186,8 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_ALLOW_ROOT:
                 o->allow_root = true;
                 break;
-        case OPT_DIRECT:
-                o->direct = true;
+        case OPT_DIRECT_READS:
+                o->direct_reads = true;
                 break;
         case OPT_ADD_USER:
                 *add_file = optarg;
@@ -219,7 +220,7 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"max-fails", required_argument, NULL, OPT_MAX_FAILS},
             {"run-as", required_argument, NULL, OPT_RUN_AS},
             {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
-            {"direct", no_argument, NULL, OPT_DIRECT},
+            {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
@@ -305,7 +306,7 @@ int main(int argc, char **argv)
         parse_options(argc, argv, &o);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
                 errx(1, "%s", err.text);
-        if (ds_store_open(&store, o.roots, o.direct ? DS_STORE_DIRECT : 0, &err) < 0)
+        if (ds_store_open(&store, o.roots, o.direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
                 errx(1, "%s", err.text);
         int listen_fd = ds_net_listen(o.listen_addr, o.port, SOCK_STREAM, &err);
         if (listen_fd < 0)
