@@ -37,10 +37,11 @@ int session_reply(struct session *s, const char *fmt, ...)
                 n = REPLY_MAX - 1;
         line[n++] = '\r';
         line[n++] = '\n';
-        /* The socket's send timeout (SO_SNDTIMEO) bounds a client that never reads. */
+        /* The socket's send timeout (SO_SNDTIMEO) bounds a client that never reads, and
+         * SIGTERM (no SA_RESTART) interrupts the wait. */
         for (int done = 0; done < n;) {
                 ssize_t sent = send(s->ctl, line + done, (size_t)(n - done), MSG_NOSIGNAL);
-                if (sent < 0 && errno == EINTR)
+                if (sent < 0 && errno == EINTR && !atomic_load(s->config->stop))
                         continue;
                 if (sent <= 0)
                         return -EPIPE;
