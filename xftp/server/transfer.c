@@ -278,11 +278,13 @@ static void on_prefix(uint64_t prefix_end, void *ctx)
 
 /* A MODE S upload ends when the client closes the data connection, which is also what a
  * client killed mid-transfer does. Its control connection closes in the same instant, so a
- * short look at it tells an end from a death. */
+ * short look at it (the kernel's view, not the watcher's) tells an end from a death. */
 static void await_hangup(struct session *s)
 {
-        for (int i = 0; i < 5 && !atomic_load(&s->ctl_gone); i++)
-                nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+        struct pollfd pfd = {.fd = s->ctl, .events = POLLRDHUP};
+
+        if (poll(&pfd, 1, 25) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                atomic_store(&s->ctl_gone, true);
 }
 
 /* Opens the data connections, moves the data, closes them. Returns the pipeline's
