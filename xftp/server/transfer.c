@@ -143,6 +143,8 @@ static int open_data(struct session *s, int *fds, unsigned n)
         }
         if (rc < 0)
                 session_reply(s, "425 Cannot open the data connection: %s.", err.text);
+        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */
+                session_reply(s, "226 ABOR done.");
         return rc;
 }
 
