@@ -181,11 +181,21 @@ static bool take_abor(struct session *s)
         return found;
 }
 
+/* Takes any ABOR out of s->in and, if there was one, stops the transfer. */
+static void watch_abor(struct session *s)
+{
+        if (take_abor(s)) {
+                atomic_store(&s->aborted, true);
+                atomic_store(&s->xfer_stop, true);
+        }
+}
+
 static void *watch_run(void *arg)
 {
         struct watch *w = arg;
         struct session *s = w->s;
 
+        watch_abor(s); /* an ABOR may have come in the same read as the command it cuts */
         while (!atomic_load(&w->done)) {
                 if (atomic_load(s->config->stop))
                         atomic_store(&s->xfer_stop, true);
@@ -203,10 +213,7 @@ static void *watch_run(void *arg)
                         continue;
                 }
                 s->in_used += (size_t)got;
-                if (take_abor(s)) {
-                        atomic_store(&s->aborted, true);
-                        atomic_store(&s->xfer_stop, true);
-                }
+                watch_abor(s);
         }
         return NULL;
 }
