@@ -2,9 +2,9 @@
 # As root (CI) each script runs in network and mount namespaces of its own, so its fixed ports never
 # meet another test's; its loopback also gets a ULA address, without which lftp holds IPv6
 # for "not configured" and will not reach [::1].
-if [ "$(id -u)" -eq 0 ] && [ -z "${XFTPD_NETNS:-}" ]; then
+if [ "$(id -u)" -eq 0 ] && [ -z "${XFTPD_NETNS:-}" ] && unshare -n -m true 2>/dev/null; then
 	XFTPD_NETNS=1 exec unshare -n -m bash -c \
-		'ip link set lo up && ip addr add fd00:d5::1/128 dev lo && exec bash "$0" "$@"' "$0" "$@"
+		'ip link set lo up; ip addr add fd00:d5::1/128 dev lo; exec bash "$0" "$@"' "$0" "$@"
 fi
 source "$(dirname "$0")/lib.sh"
 xftpd=$DS_BIN/xftpd
