@@ -191,7 +191,8 @@ static int dir_rename(struct ds_store *store, const char *from, const char *to)
         return close_keep(from_dir, rc);
 }
 
-static int file_wrap(int fd, struct ds_store *store, bool upload, struct dir_file **out)
+/* A file open for reading, around fd (closed on failure). */
+static int file_wrap(int fd, struct ds_store *store, struct dir_file **out)
 {
         struct ds_error err;
         struct dir_file *file = calloc(1, sizeof(*file));
@@ -202,8 +203,7 @@ static int file_wrap(int fd, struct ds_store *store, bool upload, struct dir_fil
         file->fd = fd;
         file->parent_fd = -1;
         file->mark_fd = -1;
-        file->upload = upload;
-        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store, upload), &err);
+        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store, false), &err);
         if (rc < 0) {
                 free(file);
                 return close_keep(fd, rc);
@@ -226,7 +226,7 @@ static int dir_open_read(struct ds_store *store, const char *path, struct ds_sto
         if (!S_ISREG(sb.st_mode))
                 return close_keep(fd, -EPERM);
         struct dir_file *file;
-        int rc = file_wrap(fd, store, false, &file);
+        int rc = file_wrap(fd, store, &file);
         if (rc == 0)
                 *out = &file->base;
         return rc;
