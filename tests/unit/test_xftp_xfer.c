@@ -30,7 +30,6 @@
 struct fixture {
         char dir[64], src[96], dst[96];
         uint8_t *data;
-        unsigned dst_flags; /* how the receiver writes */
 };
 
 static int setup(void **state)
@@ -41,7 +40,6 @@ static int setup(void **state)
         assert_non_null(mkdtemp(fx->dir));
         snprintf(fx->src, sizeof(fx->src), "%s/src", fx->dir);
         snprintf(fx->dst, sizeof(fx->dst), "%s/dst", fx->dir);
-        fx->dst_flags = DS_XFILE_DIRECT;
         fx->data = malloc(FILE_SIZE);
         assert_non_null(fx->data);
         uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -140,7 +138,7 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
         assert_int_equal(pthread_create(&s.thread, NULL, send_main, &s), 0);
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, fx->dst_flags, &err), 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
         int rc = ds_xfer_recv(&file, mode, recv_fds, n, opts, result, &err);
         ds_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
@@ -188,21 +186,6 @@ static void test_blocks_over_four_connections_give_identical_bytes(void **state)
 
         assert_int_equal(copy(fx, DS_XFER_BLOCKS, 4, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE);
-        assert_int_equal(result.prefix_end, FILE_SIZE);
-        check_dst(fx, 0, FILE_SIZE);
-}
-
-static void test_writes_behind_give_identical_bytes(void **state)
-{
-        struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
-        struct ds_xfer_result result;
-
-        fx->dst_flags = DS_XFILE_WRITE_BEHIND;
-        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
-        check_dst(fx, 0, FILE_SIZE);
-        assert_int_equal(unlink(fx->dst), 0);
-        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 3, &opts, &result), 0);
         assert_int_equal(result.prefix_end, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
 }
@@ -362,8 +345,6 @@ int main(void)
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_blocks_over_four_connections_give_identical_bytes,
                                             setup, teardown),
-            cmocka_unit_test_setup_teardown(test_writes_behind_give_identical_bytes, setup,
-                                            teardown),
             cmocka_unit_test_setup_teardown(test_a_range_resumes_where_the_file_ends, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_stream_longer_than_announced_is_refused, setup,

@@ -48,18 +48,14 @@ struct ds_xfile {
         const struct ds_xfile_ops *ops;
         void *impl;
         int fd;
-        int direct_fd;     /* plain files: an O_DIRECT twin of fd, or -1 (private to xfile.c) */
-        bool write_behind; /* plain files: DS_XFILE_WRITE_BEHIND (private to xfile.c) */
+        int direct_fd; /* plain files: an O_DIRECT twin of fd, or -1 (private to xfile.c) */
 };
 
 enum ds_xfile_flags {
-        DS_XFILE_DIRECT = 1u << 0, /* write aligned pieces with O_DIRECT where the file system
-                                    * takes it (a second descriptor; the tail goes through fd) */
-        /* Buffered writes whose writeback starts at once (sync_file_range), the cache kept
-         * to a few blocks behind the newest write: the disk sees a deep queue while the
-         * network fills the next buffers. Reads are always buffered: the kernel's
-         * readahead beat 4 MiB O_DIRECT reads one at a time (see xfile.c). */
-        DS_XFILE_WRITE_BEHIND = 1u << 1,
+        /* Write aligned pieces with O_DIRECT where the file system takes it (a second
+         * descriptor; the tail goes through fd). Reads always go through the page cache:
+         * the kernel's readahead beat 4 MiB O_DIRECT reads one at a time (see xfile.c). */
+        DS_XFILE_DIRECT = 1u << 0,
 };
 
 /* Wraps the plain descriptor fd (the caller keeps owning it: opened with the access it
