@@ -340,8 +340,8 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
         struct ds_xfile file;
         struct ds_xfer_result result = {0};
         struct ds_data_opts dopts = data_opts(o);
-        if (rc == 0)
-                rc = ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, err);
+        if (rc == 0) /* read through the cache: readahead beat O_DIRECT (xfile.c) */
+                rc = ds_xfile_plain(&file, fd, 0, err);
         if (rc == 0) {
                 rc = ftp_prepare(ftp, n, err);
                 if (rc == 0 && offset == 0)

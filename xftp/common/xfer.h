@@ -2,10 +2,10 @@
  * connections, MODE S (the plain stream, one connection, the end of the data is the
  * connection's close) or MODE E (blocks with offsets over 1..16 connections, modee.h).
  *
- * Sending, a disk thread reads the file into pool buffers (page-aligned, block bytes each,
- * O_DIRECT where the file allows it) and hands them by reference through a ring to the
- * sending threads (one per connection), which hand them back when sent: the disk and the
- * network overlap and nothing copies the data in user space. Where the file is a plain
+ * Sending, a disk thread reads the file into pool buffers (page-aligned, block bytes each)
+ * and hands them by reference through a queue to the sending threads (one per
+ * connection), which hand them back when sent: the disk and the network overlap and
+ * nothing copies the data in user space. Where the file is a plain
  * descriptor and MODE S sends, sendfile() may replace the read and the send (it measured
  * faster: see xfer.c). Receiving is the mirror: receiving threads fill pool buffers, a
  * disk thread writes each at its offset. Socket buffers are the caller's (ds_data_opts).
@@ -52,9 +52,9 @@ struct ds_xfile {
 };
 
 enum ds_xfile_flags {
-        /* Write aligned pieces with O_DIRECT where the file system takes it (a second
-         * descriptor; the tail goes through fd). Reads always go through the page cache:
-         * the kernel's readahead beat 4 MiB O_DIRECT reads one at a time (see xfile.c). */
+        /* Read and write aligned pieces with O_DIRECT where the file system takes it (a
+         * second descriptor; the tail goes through fd). It paid for writes and not for
+         * reads: the kernel's readahead beat 4 MiB O_DIRECT reads one at a time (xfile.c). */
         DS_XFILE_DIRECT = 1u << 0,
 };
 

@@ -1,12 +1,13 @@
 /* The plain-descriptor file of the pipeline: pread/pwrite on the caller's descriptor, and
- * writes of pieces aligned in memory, offset and length through an O_DIRECT twin of it.
+ * with DS_XFILE_DIRECT pieces aligned in memory, offset and length through an O_DIRECT
+ * twin of it.
  *
  * Measured on this machine's disk (1 GiB, 4 MiB pieces, caches dropped, alternating pairs
  * under the bench lock): buffered reads with the disk's 8 MiB readahead 675-930 MB/s
- * against 370-625 for O_DIRECT reads one at a time, so reads go through the cache; and
- * xftp get to durable at 473-572 MB/s with O_DIRECT writes against 427-505 with buffered
- * writes whose writeback starts at once (sync_file_range, eight writes deep), ahead in all
- * six pairs, so writes go around it. */
+ * against 370-625 for O_DIRECT reads one at a time, so a sender is best without the flag;
+ * and xftp get to durable at 473-572 MB/s with O_DIRECT writes against 427-505 with
+ * buffered writes whose writeback starts at once (sync_file_range, eight writes deep),
+ * ahead in all six pairs, so a receiver is best with it. */
 #include "xfer.h"
 
 #include <errno.h>
@@ -27,10 +28,11 @@ static bool aligned(const void *buf, size_t len, uint64_t offset)
 
 static ssize_t plain_read_at(struct ds_xfile *file, void *buf, size_t len, uint64_t offset)
 {
+        int fd = file->direct_fd >= 0 && aligned(buf, len, offset) ? file->direct_fd : file->fd;
         size_t done = 0;
 
         while (done < len) {
-                ssize_t n = pread(file->fd, (char *)buf + done, len - done, (off_t)(offset + done));
+                ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
@@ -38,6 +40,8 @@ static ssize_t plain_read_at(struct ds_xfile *file, void *buf, size_t len, uint6
                 if (n == 0)
                         break;
                 done += (size_t)n;
+                if (fd == file->direct_fd && done % DIRECT_ALIGN != 0)
+                        fd = file->fd; /* a short direct read: the rest is the tail */
         }
         return (ssize_t)done;
 }
