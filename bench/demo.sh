@@ -52,3 +52,26 @@ for link_len in "tcp 64K" "tcp 1M" "udp 64K"; do
 	run_pair "blast $link" "$len" "$bin/sink" -x "$link" -p "$port" --once --json -- \
 		"$bin/blast" -x "$link" -l "$len" -p "$port" -w "$seconds" --json 127.0.0.1
 done
+
+# xftp_row NAME BLOCK CMD...: one xftp copy through the xftpd on $port; the row from its
+# --json summary (CPU of both ends is not measured here: "-").
+xftp_row() {
+	local name=$1 block=$2 mb
+	shift 2
+	"$@" --json >"$work/x.json" 2>"$work/x.err" || { cat "$work/x.err" >&2; return 1; }
+	mb=$(jq -r .MB_per_s "$work/x.json")
+	printf '%-10s %-7s %8.0f MB/s %7.2f Gbit/s %8s CPU s/GB\n' "$name" "$block" "$mb" \
+		"$(awk -v m="$mb" 'BEGIN { print m * 8 / 1000 }')" -
+}
+# A file to xftpd and back, disk to disk: served as its owner, so not as root.
+mkdir -p "$work/xftpd"
+head -c $((256 << 20)) /dev/urandom >"$work/xftp.src"
+chmod 755 "$work"
+[ "$(id -u)" -ne 0 ] || chown nobody "$work/xftpd"
+echo demo | "$bin/xftpd" --add-user "$work/xftpd.users" demo >/dev/null
+"$bin/xftpd" -p "$port" --listen 127.0.0.1 --root "$work/xftpd" --users "$work/xftpd.users" \
+	>"$work/xftpd.log" 2>&1 &
+bench_wait_listening "$port"
+xftp_row "xftp put" 4M "$bin/xftp" -q put "$work/xftp.src" "ftp://demo:demo@127.0.0.1:$port/f"
+xftp_row "xftp get" 4M "$bin/xftp" -q get "ftp://demo:demo@127.0.0.1:$port/f" "$work/xftp.dst"
+cmp -s "$work/xftp.src" "$work/xftp.dst" || { echo "demo: xftp's copy differs" >&2; exit 1; }

@@ -34,3 +34,29 @@ bench_median() {
 		awk '{ v[++k] = $1 } END { m = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
 			printf "%.6g %.6g %.6g\n", m, v[1], v[k] }'
 }
+
+# bench_vsftpd_conf ROOT PORT RATE: on stdout, a vsftpd.conf for anonymous FTP on
+# 127.0.0.1:PORT serving ROOT (uploads, overwrites and mkdir in directories the ftp user
+# owns), at most RATE bytes/s a transfer (0: no limit). ROOT/../empty must exist.
+bench_vsftpd_conf() {
+	cat <<CONF
+listen=YES
+listen_address=127.0.0.1
+listen_port=$2
+background=NO
+anonymous_enable=YES
+local_enable=NO
+anon_root=$1
+ftp_username=ftp
+write_enable=YES
+anon_upload_enable=YES
+anon_mkdir_write_enable=YES
+anon_other_write_enable=YES
+anon_umask=022
+anon_max_rate=$3
+no_anon_password=YES
+seccomp_sandbox=NO
+secure_chroot_dir=$1/../empty
+xferlog_enable=NO
+CONF
+}

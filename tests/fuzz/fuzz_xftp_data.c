@@ -1,0 +1,74 @@
+/* libFuzzer target for what the xftp data path parses from a peer: PORT and EPRT
+ * arguments, PASV and EPSV replies, MODE E block headers and the Parallelism option.
+ * Besides memory errors it checks what each promises on success: addresses that format
+ * and parse back to themselves, block headers that encode back to the same bytes and lie
+ * within the limit, a stream count within 1..16. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataconn.h"
+#include "modee.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_addr_round_trip(const struct ds_ftp_addr *addr)
+{
+        char text[DS_FTP_ADDR_TEXT];
+        struct ds_ftp_addr again;
+
+        if (ds_ftp_format_eprt(addr, text, sizeof(text)) != 0 ||
+            ds_ftp_parse_eprt(text, &again) != 0 || !ds_ftp_addr_same_host(addr, &again) ||
+            ds_ftp_addr_port(addr) != ds_ftp_addr_port(&again))
+                __builtin_trap();
+        if (ds_ftp_format_port(addr, text, sizeof(text)) == 0 &&
+            (ds_ftp_parse_port(text, &again) != 0 || !ds_ftp_addr_same_host(addr, &again)))
+                __builtin_trap();
+}
+
+static void check_block(const uint8_t *bytes, uint64_t limit)
+{
+        struct ds_modee_block block;
+        uint8_t again[DS_MODEE_HEADER];
+
+        if (ds_modee_decode(bytes, limit, &block) != 0)
+                return;
+        ds_modee_encode(&block, again);
+        if (memcmp(again, bytes, DS_MODEE_HEADER) != 0)
+                __builtin_trap();
+        if (!(block.desc & DS_MODEE_EOF) && block.count > 0 &&
+            (block.offset > limit || block.count > limit - block.offset))
+                __builtin_trap();
+        struct ds_modee_end end = {0};
+        if (ds_modee_end_note(&end, &block) == 0 && end.eods_expected > DS_MODEE_MAX_STREAMS)
+                __builtin_trap();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char text[512];
+        struct ds_ftp_addr addr;
+        uint16_t port;
+        unsigned streams;
+
+        if (size >= DS_MODEE_HEADER + 8) {
+                uint64_t limit;
+                memcpy(&limit, data + DS_MODEE_HEADER, sizeof(limit));
+                check_block(data, limit);
+        }
+        size_t len = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
+        memcpy(text, data, len);
+        text[len] = '\0';
+        if (ds_ftp_parse_port(text, &addr) == 0)
+                check_addr_round_trip(&addr);
+        if (ds_ftp_parse_pasv(text, &addr) == 0)
+                check_addr_round_trip(&addr);
+        if (ds_ftp_parse_eprt(text, &addr) == 0)
+                check_addr_round_trip(&addr);
+        if (ds_ftp_parse_epsv(text, &port) == 0 && port == 0)
+                __builtin_trap();
+        if (ds_modee_parse_parallelism(text, &streams) == 0 &&
+            (streams < 1 || streams > DS_MODEE_MAX_STREAMS))
+                __builtin_trap();
+        return 0;
+}

@@ -1,0 +1,83 @@
+# Shared by the xftp scripts: a private network namespace (fixed loopback ports collide
+# with nothing), vsftpd started on loopback with a configuration written here, and files
+# of random bytes.
+if [ -z "${XFTP_NETNS:-}" ]; then
+	exec unshare -n env XFTP_NETNS=1 bash "$0" "$@"
+fi
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=../../bench/lib.sh
+. "$DS_SRC/bench/lib.sh"
+ip link set lo up
+xftp=$DS_BIN/xftp
+chmod 755 "$work"
+
+# make_file PATH BYTES: random bytes.
+make_file() {
+	head -c "$2" /dev/urandom >"$1"
+}
+
+# same PATH PATH NAME: identical bytes, or fail.
+same() {
+	cmp -s "$1" "$2" || fail "$3: $1 and $2 differ"
+	pass "$3"
+}
+
+# start_vsftpd PORT [RATE]: anonymous vsftpd on 127.0.0.1:PORT serving $work/vs/root,
+# uploads allowed in pub/; RATE (bytes/s) slows transfers so they can be cut midway.
+# Sets vs_root and vs_pid.
+start_vsftpd() {
+	local port=$1 rate=${2:-0}
+	vs_root=$work/vs/root
+	mkdir -p "$vs_root/pub" "$work/vs/empty"
+	chmod 755 "$work/vs" "$vs_root"
+	chown ftp "$vs_root/pub"
+	bench_vsftpd_conf "$vs_root" "$port" "$rate" >"$work/vs/vsftpd.conf"
+	vsftpd "$work/vs/vsftpd.conf" &
+	vs_pid=$!
+	wait_listening "$port"
+}
+
+# wait_size PATH BYTES: until PATH holds at least BYTES (at most 20 s).
+wait_size() {
+	for _ in $(seq 200); do
+		[ -f "$1" ] && [ "$(stat -c %s "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 never reached $2 bytes"
+}
+
+# start_xftpd PORT ROOT: xftpd on 127.0.0.1:PORT serving ROOT to bob (password secret).
+# Sets xs_pid.
+start_xftpd() {
+	local port=$1 root=$2
+	mkdir -p "$root"
+	chown nobody "$root"
+	[ -f "$work/users" ] || echo secret | "$DS_BIN/xftpd" --add-user "$work/users" bob >/dev/null
+	"$DS_BIN/xftpd" -p "$port" --listen 127.0.0.1 --root "$root" --users "$work/users" \
+		>>"$work/xftpd.$port.log" 2>&1 &
+	xs_pid=$!
+	wait_listening "$port"
+}
+
+# slow_loopback RATE: loopback shaped to RATE (tc's units, e.g. 200mbit) so that
+# transfers can be cut midway; slow_loopback off restores it.
+slow_loopback() {
+	tc qdisc del dev lo root 2>/dev/null || true
+	[ "$1" = off ] || tc qdisc add dev lo root tbf rate "$1" burst 256kb latency 100ms
+}
+
+# wait_whole PART BYTES: until xftp's partial download PART is whole up to BYTES (its
+# user.xftp.whole mark; the file's size alone says nothing with MODE E), at most 20 s.
+wait_whole() {
+	python3 - "$1" "$2" <<'PY' || fail "$1 never became whole up to $2 bytes"
+import os, sys, time
+for _ in range(200):
+    try:
+        if int(os.getxattr(sys.argv[1], "user.xftp.whole")) >= int(sys.argv[2]):
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}

@@ -1,0 +1,162 @@
+# Uploads appear under their final name only when whole: after kill -9 of the client or
+# of the server, after SIGTERM, after ABOR, after a short upload, on a full disk. A
+# resumed upload (PSIZ, REST, STOR) ends with identical bytes.
+source "$(dirname "$0")/xftpd_lib.sh"
+make_store
+head -c 24000000 /dev/urandom >"$work/big"
+port=16441
+touch "$work/since"
+raw=$DS_SRC/tests/integration
+
+# slow_upload NAME: uploads $work/big as NAME slowly, in the background ($uploader).
+slow_upload() {
+	python3 - "$port" "$raw" "$user" "$pass" "$1" "$work/big" <<'PY' >"$work/uploader.log" 2>&1 &
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.pasv_put('STOR ' + sys.argv[5], open(sys.argv[6], 'rb').read(), pace=0.02)
+PY
+	uploader=$!
+}
+
+# await_partial BYTES: until the resume point of a partial upload begun after the last
+# call passes BYTES.
+await_partial() {
+	local mark f
+	for _ in $(seq 300); do
+		for f in "$work"/root/.xftpd-part.*.len; do
+			[ "$f" -nt "$work/since" ] || continue
+			mark=$(cat "$f" 2>/dev/null || true)
+			[ "$((10#${mark:-0}))" -ge "$1" ] && touch "$work/since" && return 0
+		done
+		sleep 0.05
+	done
+	fail "the partial upload never reached $1 bytes"
+}
+
+# resume NAME: PSIZ, then REST and STOR of the rest of $work/big; prints the offset.
+resume() {
+	python3 - "$port" "$raw" "$user" "$pass" "$1" "$work/big" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.expect(550, 'SIZE ' + sys.argv[5])           # nothing committed yet
+offset = int(c.expect(213, 'PSIZ ' + sys.argv[5]).split()[1])
+data = open(sys.argv[6], 'rb').read()
+assert 0 < offset < len(data), offset
+c.expect(350, 'REST %d' % offset)
+assert c.pasv_put('STOR ' + sys.argv[5], data[offset:]) == 226
+c.expect(550, 'PSIZ ' + sys.argv[5])           # the partial is gone once committed
+print(offset)
+PY
+}
+
+start_xftpd "$port"
+slow_upload k1.bin
+await_partial 3000000
+kill -9 "$uploader"
+wait "$uploader" 2>/dev/null || true
+[ ! -e "$work/root/k1.bin" ] || fail "a killed client's upload appeared under its name"
+pass "kill -9 of the client: nothing under the final name"
+offset=$(resume k1.bin) || fail "resume after the client's kill"
+same "$work/big" "$work/root/k1.bin" "resumed from $offset after the client's kill -9: identical bytes"
+
+slow_upload k2.bin
+await_partial 3000000
+pkill -9 -P "$xftpd_pid"
+kill -9 "$xftpd_pid"
+wait "$xftpd_pid" 2>/dev/null || true
+wait "$uploader" 2>/dev/null || true
+[ ! -e "$work/root/k2.bin" ] || fail "a killed server's upload appeared under its name"
+pass "kill -9 of the server: nothing under the final name"
+start_xftpd "$port"
+offset=$(resume k2.bin) || fail "resume after the server's kill"
+same "$work/big" "$work/root/k2.bin" "resumed from $offset after the server's kill -9: identical bytes"
+
+# An upload over a committed file leaves it whole until the new one is.
+cp "$work/big" "$work/root/keep.bin"
+slow_upload keep.bin
+await_partial 2000000
+kill -9 "$uploader"
+wait "$uploader" 2>/dev/null || true
+same "$work/big" "$work/root/keep.bin" "an interrupted upload leaves the old file as it was"
+
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "ALLO, ABOR"
+import sys, socket
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.expect(200, 'ALLO 1000000')
+assert c.pasv_put('STOR short.bin', b'x' * 500000) == 451   # less than announced
+c.expect(550, 'SIZE short.bin')
+assert c.expect(213, 'PSIZ short.bin') == '213 500000'
+c.expect(200, 'ALLO 100')                                   # MODE E refuses more than that
+c.expect(200, 'MODE E')
+block = bytes([0]) + (200).to_bytes(8, 'big') + (0).to_bytes(8, 'big') + b'y' * 200
+assert c.pasv_put('STOR over.bin', block) == 552
+c.expect(200, 'MODE S')
+# ABOR in the middle of a RETR: 426 for the transfer, then 226.
+text = c.expect(229, 'EPSV')
+data = socket.create_connection(('127.0.0.1', int(text.split('|||')[1].split('|')[0])))
+c.send('RETR k1.bin')
+c.expect(150)
+data.recv(65536)
+c.send(b'\xff\xf4\xff\xf2ABOR\r\n')
+c.expect(426)
+c.expect(226)
+data.close()
+c.expect(200, 'NOOP')
+# ABOR while the server waits for the data connection: 425, then 226.
+c.expect(229, 'EPSV')
+c.send('RETR k1.bin')
+c.send('ABOR')
+c.expect(425)
+c.expect(226)
+c.expect(200, 'NOOP')
+PY
+[ ! -e "$work/root/short.bin" ] && [ ! -e "$work/root/over.bin" ] ||
+	fail "a short or overlong upload appeared under its name"
+pass "ALLO: short uploads kept aside (451), overlong ones refused (552); ABOR gives 426 (or 425), 226"
+
+# SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
+slow_upload t.bin
+await_partial 1000000
+kill "$xftpd_pid"
+for _ in $(seq 100); do kill -0 "$xftpd_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$xftpd_pid" 2>/dev/null && fail "xftpd still runs 10 s after SIGTERM"
+wait "$xftpd_pid" || fail "xftpd exited non-zero on SIGTERM"
+wait "$uploader" 2>/dev/null || true
+[ ! -e "$work/root/t.bin" ] || fail "SIGTERM gave a partial upload its final name"
+pass "SIGTERM cuts transfers in flight; no partial file takes a final name"
+
+# A full disk: 452, and the partial is removed.
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir "$work/small"
+	mount -t tmpfs -o size=2m tmpfs "$work/small"
+	chown nobody "$work/small"
+	"$xftpd" -p 16442 --root "$work/small" --users "$work/users" "${run_as[@]}" 2>>"$work/xftpd.log" &
+	small_pid=$!
+	wait_listening 16442
+	python3 - 16442 "$raw" "$user" "$pass" "$work/big" <<'PY' || fail "disk full"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+code = c.pasv_put('STOR full.bin', open(sys.argv[5], 'rb').read()[:5000000])
+assert code == 452, code
+c.expect(550, 'PSIZ full.bin')
+PY
+	[ -z "$(ls -A "$work/small")" ] || fail "disk full left files behind: $(ls -A "$work/small")"
+	pass "disk full: 452, and the partial file is removed"
+	kill "$small_pid"
+	wait "$small_pid" || fail "xftpd on the small disk did not end cleanly"
+	umount "$work/small"
+fi
+
+log_clean

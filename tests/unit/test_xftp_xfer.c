@@ -1,0 +1,360 @@
+/* The transfer pipeline over loopback TCP: MODE S (sendfile and pool buffers) and MODE E
+ * over several connections give identical bytes; ranges resume; a receiver refuses blocks
+ * it was not told of, sees a sender that vanishes, and stops on its flag or deadline. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+
+#include "dataconn.h"
+#include "hash.h"
+#include "modee.h"
+#include "xfer.h"
+
+#define FILE_SIZE ((3u << 20) + 12345u) /* not a multiple of any block */
+
+struct fixture {
+        char dir[64], src[96], dst[96];
+        uint8_t *data;
+};
+
+static int setup(void **state)
+{
+        struct fixture *fx = calloc(1, sizeof(*fx));
+        assert_non_null(fx);
+        strcpy(fx->dir, "/tmp/ds-xfer-XXXXXX");
+        assert_non_null(mkdtemp(fx->dir));
+        snprintf(fx->src, sizeof(fx->src), "%s/src", fx->dir);
+        snprintf(fx->dst, sizeof(fx->dst), "%s/dst", fx->dir);
+        fx->data = malloc(FILE_SIZE);
+        assert_non_null(fx->data);
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (size_t i = 0; i < FILE_SIZE; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                fx->data[i] = (uint8_t)x;
+        }
+        int fd = open(fx->src, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, fx->data, FILE_SIZE), FILE_SIZE);
+        assert_int_equal(close(fd), 0);
+        *state = fx;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *fx = *state;
+        unlink(fx->src);
+        unlink(fx->dst);
+        rmdir(fx->dir);
+        free(fx->data);
+        free(fx);
+        return 0;
+}
+
+/* n connected pairs on loopback: send[i] talks to recv[i]. */
+static void connect_pairs(int *send_fds, int *recv_fds, unsigned n)
+{
+        struct ds_ftp_addr local;
+        struct ds_data_opts opts = {.sockbuf = 0, .timeout_ms = 5000};
+        struct ds_error err;
+
+        assert_int_equal(ds_ftp_parse_port("127,0,0,1,0,1", &local), 0);
+        int lfd = ds_data_listen(&local, &opts, &err);
+        assert_true(lfd >= 0);
+        assert_int_equal(ds_ftp_addr_local(lfd, &local), 0);
+        assert_int_equal(ds_data_connect(&local, NULL, send_fds, n, &opts, &err), 0);
+        assert_int_equal(ds_data_accept(lfd, &local, recv_fds, n, &opts, &err), 0);
+        assert_int_equal(close(lfd), 0);
+}
+
+struct sender {
+        pthread_t thread;
+        const char *path;
+        enum ds_xfer_mode mode;
+        int *fds;
+        unsigned n;
+        struct ds_xfer_opts opts;
+        struct ds_xfer_result result;
+        int rc;
+};
+
+static void *send_main(void *arg)
+{
+        struct sender *s = arg;
+        struct ds_xfile file;
+        struct ds_error err;
+        int fd = open(s->path, O_RDONLY);
+        s->rc = fd < 0 ? -errno : ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err);
+        if (s->rc == 0) {
+                s->rc = ds_xfer_send(&file, s->mode, s->fds, s->n, &s->opts, &s->result, &err);
+                ds_xfile_plain_close(&file);
+        }
+        if (fd >= 0)
+                close(fd);
+        ds_data_close(s->fds, s->n); /* MODE S: the close is the end of the data */
+        return NULL;
+}
+
+static void check_dst(const struct fixture *fx, uint64_t from, uint64_t to)
+{
+        int fd = open(fx->dst, O_RDONLY);
+        assert_true(fd >= 0);
+        struct stat st;
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(st.st_size, to);
+        uint8_t *got = malloc(to - from);
+        assert_non_null(got);
+        assert_int_equal(pread(fd, got, to - from, (off_t)from), (ssize_t)(to - from));
+        assert_memory_equal(got, fx->data + from, to - from);
+        free(got);
+        assert_int_equal(close(fd), 0);
+}
+
+/* Sends src over n connections into dst and returns the receiver's result code. */
+static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
+                const struct ds_xfer_opts *opts, struct ds_xfer_result *result)
+{
+        int send_fds[DS_MODEE_MAX_STREAMS], recv_fds[DS_MODEE_MAX_STREAMS];
+        struct sender s = {.path = fx->src, .mode = mode, .fds = send_fds, .n = n, .opts = *opts};
+        struct ds_xfile file;
+        struct ds_error err = {{0}};
+
+        connect_pairs(send_fds, recv_fds, n);
+        assert_int_equal(pthread_create(&s.thread, NULL, send_main, &s), 0);
+        int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
+        int rc = ds_xfer_recv(&file, mode, recv_fds, n, opts, result, &err);
+        ds_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+        ds_data_close(recv_fds, n);
+        assert_int_equal(pthread_join(s.thread, NULL), 0);
+        if (rc == 0) {
+                assert_int_equal(s.rc, 0);
+                assert_int_equal(s.result.bytes, result->bytes);
+        }
+        return rc;
+}
+
+static void test_stream_by_sendfile_gives_identical_bytes(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfer_opts opts = {.block = 256 << 10, .length = UINT64_MAX, .limit = UINT64_MAX};
+        struct ds_xfer_result result;
+
+        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(result.bytes, FILE_SIZE);
+        assert_int_equal(result.prefix_end, FILE_SIZE);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
+static void test_stream_through_pool_buffers_gives_identical_bytes(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfer_opts opts = {.block = 64 << 10,
+                                    .depth = 3,
+                                    .length = UINT64_MAX,
+                                    .limit = UINT64_MAX,
+                                    .flags = DS_XFER_NO_SENDFILE};
+        struct ds_xfer_result result;
+
+        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(result.bytes, FILE_SIZE);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
+static void test_blocks_over_four_connections_give_identical_bytes(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct ds_xfer_result result;
+
+        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 4, &opts, &result), 0);
+        assert_int_equal(result.bytes, FILE_SIZE);
+        assert_int_equal(result.prefix_end, FILE_SIZE);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
+static void test_a_range_resumes_where_the_file_ends(void **state)
+{
+        struct fixture *fx = *state;
+        const uint64_t half = FILE_SIZE / 2 + 7;
+        int fd = open(fx->dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, fx->data, half), (ssize_t)half);
+        assert_int_equal(close(fd), 0);
+
+        struct ds_xfer_opts opts = {
+            .block = 128 << 10, .offset = half, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct ds_xfer_result result;
+        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 2, &opts, &result), 0);
+        assert_int_equal(result.bytes, FILE_SIZE - half);
+        assert_int_equal(result.prefix_end, FILE_SIZE);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
+static void test_stream_longer_than_announced_is_refused(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = 100000};
+        struct ds_xfer_result result;
+
+        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), -EFBIG);
+        assert_true(result.bytes <= 100000);
+}
+
+/* A hand-made sender: writes raw bytes on one connection, then closes it. */
+static int receive_raw(const void *wire, size_t len, uint64_t limit, struct ds_xfer_result *result,
+                       struct ds_error *err, const char *dst)
+{
+        int send_fd, recv_fd;
+        struct ds_xfile file;
+
+        connect_pairs(&send_fd, &recv_fd, 1);
+        assert_int_equal(write(send_fd, wire, len), (ssize_t)len);
+        assert_int_equal(close(send_fd), 0);
+        int fd = open(dst, O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, 0, err), 0);
+        struct ds_xfer_opts opts = {.length = UINT64_MAX, .limit = limit};
+        int rc = ds_xfer_recv(&file, DS_XFER_BLOCKS, &recv_fd, 1, &opts, result, err);
+        ds_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+        assert_int_equal(close(recv_fd), 0);
+        return rc;
+}
+
+static void test_block_beyond_the_limit_writes_nothing(void **state)
+{
+        struct fixture *fx = *state;
+        uint8_t wire[DS_MODEE_HEADER + 8];
+        struct ds_modee_block block = {.count = 8, .offset = 1ull << 40};
+        struct ds_xfer_result result;
+        struct ds_error err;
+
+        ds_modee_encode(&block, wire);
+        memset(wire + DS_MODEE_HEADER, 'x', 8);
+        assert_int_equal(receive_raw(wire, sizeof(wire), 1 << 20, &result, &err, fx->dst), -EFBIG);
+        assert_int_equal(result.bytes, 0);
+        struct stat st;
+        assert_int_equal(stat(fx->dst, &st), 0);
+        assert_int_equal(st.st_size, 0);
+}
+
+static void test_sender_gone_before_eod_is_epipe_with_the_whole_prefix(void **state)
+{
+        struct fixture *fx = *state;
+        uint8_t wire[2 * DS_MODEE_HEADER + 200];
+        struct ds_modee_block first = {.count = 100, .offset = 0};
+        struct ds_modee_block gap = {.count = 50, .offset = 300};
+        struct ds_xfer_result result;
+        struct ds_error err;
+
+        ds_modee_encode(&first, wire);
+        memset(wire + DS_MODEE_HEADER, 'a', 100);
+        ds_modee_encode(&gap, wire + DS_MODEE_HEADER + 100);
+        memset(wire + 2 * DS_MODEE_HEADER + 100, 'b', 50);
+        size_t len = 2 * DS_MODEE_HEADER + 150;
+        assert_int_equal(receive_raw(wire, len, 1 << 20, &result, &err, fx->dst), -EPIPE);
+        assert_int_equal(result.bytes, 150);
+        assert_int_equal(result.prefix_end, 100); /* 100..300 never came */
+}
+
+static void test_stop_flag_ends_a_silent_receive(void **state)
+{
+        struct fixture *fx = *state;
+        int send_fd, recv_fd;
+        struct ds_xfile file;
+        struct ds_error err;
+        struct ds_xfer_result result;
+        atomic_bool stop = true;
+
+        connect_pairs(&send_fd, &recv_fd, 1);
+        int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, 0, &err), 0);
+        struct ds_xfer_opts opts = {.length = UINT64_MAX, .limit = UINT64_MAX, .stop = &stop};
+        uint64_t start = ds_now_ns();
+        assert_int_equal(ds_xfer_recv(&file, DS_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
+                         -EINTR);
+        opts.stop = NULL;
+        opts.idle_ms = 300;
+        assert_int_equal(ds_xfer_recv(&file, DS_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
+                         -ETIMEDOUT);
+        assert_true(ds_now_ns() - start < 5000000000ull);
+        ds_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+        assert_int_equal(close(recv_fd), 0);
+        assert_int_equal(close(send_fd), 0);
+}
+
+static void test_hash_of_a_range_matches_memory(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfile file;
+        struct ds_error err;
+        char got[DS_HASH_HEX_MAX], want[DS_HASH_HEX_MAX];
+        uint64_t end = 0;
+        struct ds_hash hash;
+
+        int fd = open(fx->src, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
+        for (int algo = 0; algo < DS_HASH_COUNT; algo++) {
+                assert_int_equal(
+                    ds_hash_file(&file, algo, 4096, 1000000, 64 << 10, NULL, got, &end, &err), 0);
+                assert_int_equal(end, 1000000);
+                assert_int_equal(ds_hash_begin(&hash, algo), 0);
+                ds_hash_update(&hash, fx->data + 4096, 1000000 - 4096);
+                ds_hash_end(&hash, want);
+                assert_string_equal(got, want);
+                /* past the end: the hash stops at the file's end and says so */
+                assert_int_equal(
+                    ds_hash_file(&file, algo, 100, UINT64_MAX, 0, NULL, got, &end, &err), 0);
+                assert_int_equal(end, FILE_SIZE);
+                assert_int_equal(ds_hash_begin(&hash, algo), 0);
+                ds_hash_update(&hash, fx->data + 100, FILE_SIZE - 100);
+                ds_hash_end(&hash, want);
+                assert_string_equal(got, want);
+        }
+        ds_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_stream_by_sendfile_gives_identical_bytes, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_stream_through_pool_buffers_gives_identical_bytes,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_blocks_over_four_connections_give_identical_bytes,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_a_range_resumes_where_the_file_ends, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_stream_longer_than_announced_is_refused, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(
+                test_sender_gone_before_eod_is_epipe_with_the_whole_prefix, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stop_flag_ends_a_silent_receive, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_hash_of_a_range_matches_memory, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,370 @@
+/* The control connection of the client: replies are read line by line through a bounded
+ * buffer with a deadline on each, and everything in them is checked before use. */
+#include "ftp.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dragstrip/error.h>
+#include <dragstrip/net.h>
+
+#include "modee.h"
+
+/* One line of a reply, without its CR LF, into line. Returns 0 or a negative errno. */
+static int read_line(struct ftp *ftp, char *line, size_t room, struct ds_error *err)
+{
+        for (;;) {
+                char *nl = memchr(ftp->in, '\n', ftp->in_len);
+                if (nl) {
+                        size_t len = (size_t)(nl - ftp->in);
+                        size_t keep = len > 0 && ftp->in[len - 1] == '\r' ? len - 1 : len;
+                        if (keep >= room)
+                                return ds_fail(err, 0, "%s: reply line over %zu bytes", ftp->host,
+                                               room - 1),
+                                       -EPROTO;
+                        memcpy(line, ftp->in, keep);
+                        line[keep] = '\0';
+                        ftp->in_len -= len + 1;
+                        memmove(ftp->in, nl + 1, ftp->in_len);
+                        return 0;
+                }
+                if (ftp->in_len >= sizeof(ftp->in))
+                        return ds_fail(err, 0, "%s: reply line over %zu bytes", ftp->host,
+                                       room - 1),
+                               -EPROTO;
+                int rc = ds_data_wait(ftp->fd, POLLIN, ftp->timeout_ms, ftp->stop);
+                if (rc < 0)
+                        return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
+                                       rc == -ETIMEDOUT ? "%s: no reply within %d ms"
+                                                        : "%s: waiting for a reply",
+                                       ftp->host, ftp->timeout_ms),
+                               rc;
+                ssize_t n = recv(ftp->fd, ftp->in + ftp->in_len, sizeof(ftp->in) - ftp->in_len,
+                                 MSG_DONTWAIT);
+                if (n == 0)
+                        return ds_fail(err, 0, "%s closed the control connection", ftp->host),
+                               -ECONNRESET;
+                if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        return ds_fail(err, -errno, "%s: control connection", ftp->host);
+                if (n > 0)
+                        ftp->in_len += (size_t)n;
+        }
+}
+
+/* The three-digit code at the start of line, or -1. */
+static int line_code(const char *line)
+{
+        if (line[0] < '1' || line[0] > '5' || line[1] < '0' || line[1] > '9' || line[2] < '0' ||
+            line[2] > '9')
+                return -1;
+        return (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
+}
+
+int ftp_reply(struct ftp *ftp, struct ds_error *err)
+{
+        char line[FTP_LINE_MAX];
+        size_t used = 0;
+
+        int rc = read_line(ftp, line, sizeof(line), err);
+        if (rc < 0)
+                return rc;
+        int code = line_code(line);
+        if (code < 0 || (line[3] != ' ' && line[3] != '-' && line[3] != '\0'))
+                return ds_fail(err, 0, "%s: not an FTP reply: '%.60s'", ftp->host, line), -EPROTO;
+        used = (size_t)snprintf(ftp->reply, sizeof(ftp->reply), "%s", line);
+        if (line[3] == '-') {
+                /* RFC 959 4.2: continuation lines until one that starts "code " */
+                for (;;) {
+                        rc = read_line(ftp, line, sizeof(line), err);
+                        if (rc < 0)
+                                return rc;
+                        if (used + strlen(line) + 2 >= sizeof(ftp->reply))
+                                return ds_fail(err, 0, "%s: reply over %u bytes", ftp->host,
+                                               FTP_REPLY_MAX),
+                                       -EPROTO;
+                        used += (size_t)snprintf(ftp->reply + used, sizeof(ftp->reply) - used,
+                                                 "\n%s", line);
+                        if (line_code(line) == code && line[3] == ' ')
+                                break;
+                }
+        }
+        ftp->code = code;
+        return code;
+}
+
+static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
+{
+        struct ds_data_opts opts = {.timeout_ms = ftp->timeout_ms, .stop = ftp->stop};
+        char buf[FTP_LINE_MAX + 2];
+        int n = snprintf(buf, sizeof(buf), "%s\r\n", line);
+
+        if (n < 0 || (size_t)n >= sizeof(buf))
+                return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
+        return ds_data_write_all(ftp->fd, buf, (size_t)n, &opts, err);
+}
+
+static int vsend(struct ftp *ftp, struct ds_error *err, const char *fmt, va_list ap)
+{
+        char line[FTP_LINE_MAX];
+        int n = vsnprintf(line, sizeof(line), fmt, ap);
+
+        if (n < 0 || (size_t)n >= sizeof(line))
+                return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
+        if (strpbrk(line, "\r\n"))
+                return ds_fail(err, 0, "a name with CR or LF cannot be sent"), -EINVAL;
+        return send_line(ftp, line, err);
+}
+
+int ftp_send(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int rc = vsend(ftp, err, fmt, ap);
+        va_end(ap);
+        return rc;
+}
+
+int ftp_cmd(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int rc = vsend(ftp, err, fmt, ap);
+        va_end(ap);
+        return rc < 0 ? rc : ftp_reply(ftp, err);
+}
+
+/* One FEAT line (without its leading space). */
+static void note_feature(struct ftp_features *feat, const char *line)
+{
+        if (strcasecmp(line, "EPSV") == 0)
+                feat->epsv = true;
+        else if (strcasecmp(line, "SIZE") == 0)
+                feat->size = true;
+        else if (strcasecmp(line, "REST STREAM") == 0)
+                feat->rest_stream = true;
+        else if (strncasecmp(line, "MLST", 4) == 0)
+                feat->mlst = true;
+        else if (strcasecmp(line, "UTF8") == 0)
+                feat->utf8 = true;
+        else if (strcasecmp(line, "PARALLEL") == 0)
+                feat->parallel = true;
+        else if (strncasecmp(line, "RANG", 4) == 0)
+                feat->rang = true;
+        else if (strcasecmp(line, "PSIZ") == 0)
+                feat->psiz = true;
+        else if (strncasecmp(line, "HASH ", 5) == 0) {
+                char list[256];
+                snprintf(list, sizeof(list), "%s", line + 5);
+                feat->hash = true;
+                for (char *save, *name = strtok_r(list, ";", &save); name;
+                     name = strtok_r(NULL, ";", &save)) {
+                        size_t len = strlen(name);
+                        bool selected = len > 0 && name[len - 1] == '*';
+                        if (selected)
+                                name[len - 1] = '\0';
+                        enum ds_hash_algo algo;
+                        if (ds_hash_parse(name, &algo) == 0) {
+                                feat->hash_algo[algo] = true;
+                                if (selected)
+                                        feat->hash_selected = algo;
+                        }
+                }
+        }
+}
+
+static void read_features(struct ftp *ftp, struct ds_error *err)
+{
+        memset(&ftp->feat, 0, sizeof(ftp->feat));
+        if (ftp_cmd(ftp, err, "FEAT") != 211)
+                return; /* a server without FEAT has no extensions */
+        char *save;
+        for (char *line = strtok_r(ftp->reply, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save))
+                if (line[0] == ' ')
+                        note_feature(&ftp->feat, line + 1);
+}
+
+int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
+             int timeout_ms, atomic_bool *stop, struct ds_error *err)
+{
+        memset(ftp, 0, sizeof(*ftp));
+        snprintf(ftp->host, sizeof(ftp->host), "%s", host);
+        ftp->port = port;
+        ftp->timeout_ms = timeout_ms;
+        ftp->stop = stop;
+        ftp->mode = 'S';
+        ftp->streams = 1;
+        ftp->fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
+        if (ftp->fd < 0)
+                return ftp->fd;
+        int rc = ds_ftp_addr_local(ftp->fd, &ftp->local);
+        if (rc == 0)
+                rc = ds_ftp_addr_peer(ftp->fd, &ftp->peer);
+        if (rc < 0) {
+                ds_fail(err, rc, "%s: control connection", host);
+                goto failed;
+        }
+        rc = ftp_reply(ftp, err);
+        while (rc >= 100 && rc < 200) /* 120: ready in a while */
+                rc = ftp_reply(ftp, err);
+        if (rc >= 0 && rc != 220)
+                rc = (ds_fail(err, 0, "%s: %s", host, ftp->reply), -ECONNREFUSED);
+        if (rc < 0)
+                goto failed;
+        rc = ftp_cmd(ftp, err, "USER %s", user);
+        if (rc == 331 || rc == 332)
+                rc = ftp_cmd(ftp, err, "PASS %s", pass);
+        if (rc >= 0 && rc != 230 && rc != 202) {
+                rc = (ds_fail(err, 0, "%s: login as %s refused: %s", host, user, ftp->reply),
+                      -EACCES);
+                goto failed;
+        }
+        if (rc < 0)
+                goto failed;
+        read_features(ftp, err);
+        return 0;
+failed:
+        close(ftp->fd);
+        ftp->fd = -1;
+        return rc;
+}
+
+void ftp_close(struct ftp *ftp)
+{
+        struct ds_error ignored;
+        int timeout_ms = ftp->timeout_ms;
+
+        if (ftp->fd < 0)
+                return;
+        ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
+        ftp_cmd(ftp, &ignored, "QUIT");
+        ftp->timeout_ms = timeout_ms;
+        close(ftp->fd);
+        ftp->fd = -1;
+}
+
+/* A command that must get a 2xx reply. */
+static int cmd_ok(struct ftp *ftp, struct ds_error *err, const char *what)
+{
+        int rc = ftp_cmd(ftp, err, "%s", what);
+        if (rc >= 0 && (rc < 200 || rc > 299))
+                return ds_fail(err, 0, "%s: %s: %s", ftp->host, what, ftp->reply), -EPROTO;
+        return rc < 0 ? rc : 0;
+}
+
+static int type_binary(struct ftp *ftp, struct ds_error *err)
+{
+        if (ftp->type_i)
+                return 0;
+        int rc = cmd_ok(ftp, err, "TYPE I");
+        ftp->type_i = rc == 0;
+        return rc;
+}
+
+int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err)
+{
+        char mode = streams > 1 ? 'E' : 'S';
+        int rc = type_binary(ftp, err);
+
+        if (rc == 0 && mode != ftp->mode) {
+                rc = cmd_ok(ftp, err, mode == 'E' ? "MODE E" : "MODE S");
+                if (rc == 0)
+                        ftp->mode = mode;
+        }
+        if (rc == 0 && mode == 'E' && streams != ftp->streams) {
+                char opts[64];
+                snprintf(opts, sizeof(opts), "OPTS RETR Parallelism=%u,%u,%u;", streams, streams,
+                         streams);
+                rc = cmd_ok(ftp, err, opts);
+                if (rc == 0)
+                        ftp->streams = streams;
+        }
+        return rc;
+}
+
+int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err)
+{
+        int rc;
+
+        if (ftp->feat.epsv || ftp->peer.ss.ss_family == AF_INET6) {
+                rc = ftp_cmd(ftp, err, "EPSV");
+                if (rc < 0)
+                        return rc;
+                uint16_t port;
+                if (rc == 229 && ds_ftp_parse_epsv(ftp->reply, &port) == 0) {
+                        *addr = ftp->peer;
+                        ds_ftp_addr_set_port(addr, port);
+                        return 0;
+                }
+                if (rc == 229)
+                        return ds_fail(err, 0, "%s: bad EPSV reply: %.80s", ftp->host, ftp->reply),
+                               -EPROTO;
+        }
+        rc = ftp_cmd(ftp, err, "PASV");
+        if (rc < 0)
+                return rc;
+        if (rc != 227 || ds_ftp_parse_pasv(ftp->reply, addr) < 0)
+                return ds_fail(err, 0, "%s: PASV: %.80s", ftp->host, ftp->reply), -EPROTO;
+        return 0;
+}
+
+int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
+                struct ds_error *err)
+{
+        struct ds_ftp_addr addr;
+        int rc = ftp_passive_addr(ftp, &addr, err);
+        if (rc < 0)
+                return rc;
+        /* Connect to the host the control connection reached, whatever PASV names: a server
+         * behind NAT names an address we cannot reach, and a hostile one names a victim. */
+        struct ds_ftp_addr to = ftp->peer;
+        ds_ftp_addr_set_port(&to, ds_ftp_addr_port(&addr));
+        return ds_data_connect(&to, NULL, fds, n, opts, err);
+}
+
+int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)
+{
+        char arg[DS_FTP_ADDR_TEXT], cmd[DS_FTP_ADDR_TEXT + 8];
+
+        if (ds_ftp_format_port(addr, arg, sizeof(arg)) == 0)
+                snprintf(cmd, sizeof(cmd), "PORT %s", arg);
+        else if (ds_ftp_format_eprt(addr, arg, sizeof(arg)) == 0)
+                snprintf(cmd, sizeof(cmd), "EPRT %s", arg);
+        else
+                return ds_fail(err, 0, "no PORT for that address"), -EAFNOSUPPORT;
+        return cmd_ok(ftp, err, cmd);
+}
+
+int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size,
+             struct ds_error *err)
+{
+        int rc = type_binary(ftp, err); /* some servers refuse SIZE in ASCII */
+        if (rc < 0)
+                return rc;
+        rc = ftp_cmd(ftp, err, "%s %s", verb, path);
+        if (rc < 0)
+                return rc;
+        if (rc == 550)
+                return -ENOENT;
+        if (rc != 213)
+                return -ENOTSUP;
+        char *end;
+        const char *digits = ftp->reply + 4;
+        if (*digits < '0' || *digits > '9')
+                return ds_fail(err, 0, "%s: bad %s reply: %.80s", ftp->host, verb, ftp->reply),
+                       -EPROTO;
+        errno = 0;
+        unsigned long long value = strtoull(digits, &end, 10);
+        if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\r'))
+                return ds_fail(err, 0, "%s: bad %s reply: %.80s", ftp->host, verb, ftp->reply),
+                       -EPROTO;
+        *size = value;
+        return 0;
+}

@@ -1,0 +1,86 @@
+/* The client's side of an FTP control connection: connect, log in, learn the server's
+ * features, send commands and read their replies, and open data connections. */
+#ifndef XFTP_FTP_H
+#define XFTP_FTP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataconn.h"
+#include "hash.h"
+
+struct ds_error;
+
+#define FTP_LINE_MAX  4096u       /* a longer reply line is a broken server */
+#define FTP_REPLY_MAX (64u << 10) /* all lines of one reply, FEAT included */
+
+/* What FEAT advertised (RFC 2389), and what the client found out by trying. */
+struct ftp_features {
+        bool epsv, size, rest_stream, mlst, utf8;
+        bool parallel; /* MODE E with OPTS RETR Parallelism=N */
+        bool hash;
+        bool hash_algo[DS_HASH_COUNT];
+        enum ds_hash_algo hash_selected;
+        bool rang;
+        bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
+};
+
+struct ftp {
+        int fd;
+        char host[256];
+        uint16_t port;
+        struct ds_ftp_addr local, peer; /* the control connection's ends */
+        int timeout_ms;
+        atomic_bool *stop;
+        struct ftp_features feat;
+        int code;                  /* the last reply's code */
+        char reply[FTP_REPLY_MAX]; /* its text, lines joined by '\n' */
+        char in[FTP_LINE_MAX * 2];
+        size_t in_len;
+        char mode;        /* 'S' or 'E', as last set on the server */
+        bool type_i;      /* TYPE I sent */
+        unsigned streams; /* Parallelism last set */
+};
+
+/* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT. Returns 0,
+ * or a negative errno with err filled (-EACCES: login refused). */
+int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
+             int timeout_ms, atomic_bool *stop, struct ds_error *err);
+/* QUIT (best effort) and close. */
+void ftp_close(struct ftp *ftp);
+
+/* Sends one command (formatted; CR and LF in arguments refused) and reads its reply.
+ * Returns the reply code (100..599) or a negative errno with err filled. */
+int ftp_cmd(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sends one command without reading its reply (a server-to-server copy sends to both
+ * servers before reading either). Returns 0 or a negative errno. */
+int ftp_send(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Reads one more reply (after a 1xx preliminary one). Returns its code or a negative errno. */
+int ftp_reply(struct ftp *ftp, struct ds_error *err);
+
+/* TYPE I and the MODE/Parallelism for streams (1: MODE S; more: MODE E), sending only
+ * what changes. Returns 0 or a negative errno with err filled. */
+int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err);
+
+/* Passive data connections: EPSV (or PASV where EPSV is refused), then n connections to
+ * the control connection's host at the port the server gave. Returns 0 or a negative
+ * errno; fds get the connections. */
+int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
+                struct ds_error *err);
+/* Asks for a passive address for a third party (server-to-server copy): PASV or EPSV;
+ * *addr gets the address the server listens on, as the server names it (EPSV: the
+ * control connection's host). Returns 0 or a negative errno. */
+int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err);
+/* PORT (IPv4) or EPRT to addr. Returns 0 or a negative errno. */
+int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err);
+
+/* verb ("SIZE", or xftpd's "PSIZ" for a partial upload) of path: 0 and *size, -ENOENT
+ * (550), -ENOTSUP (refused), or another negative errno. */
+int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size,
+             struct ds_error *err);
+
+#endif

@@ -1,0 +1,361 @@
+/* xftp: the client. `xftp get URL [DEST]`, `xftp put SRC URL`, `xftp ls URL`,
+ * `xftp cp URL URL`. main() parses the command line, logs in, runs the job and reports. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dragstrip/cli.h>
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/json.h>
+#include <dragstrip/live.h>
+#include <dragstrip/size.h>
+
+#include "modee.h"
+#include "transfer.h"
+#include "url.h"
+#include "xfer.h"
+
+static void usage(FILE *out)
+{
+        fprintf(out, "usage: xftp [options] get URL [DEST]\n"
+                     "       xftp [options] put SRC URL\n"
+                     "       xftp [options] ls URL\n"
+                     "       xftp [options] cp URL URL\n"
+                     "URL is ftp://[user[:password]@]host[:port]/path\n"
+                     "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
+                     "  -b, --block SIZE   buffer and block size (default 4M)\n"
+                     "  -r, --recursive    copy directories\n"
+                     "      --resume       continue an interrupted transfer\n"
+                     "      --verify       compare the server's HASH with the local file\n"
+                     "      --json         one JSON summary on stdout\n"
+                     "  -q, --quiet        no progress bar\n"
+                     "      --netrc FILE   credentials file (default ~/.netrc)\n"
+                     "      --timeout SEC  deadline for replies and stalled data (default 30)\n"
+                     "      --no-sendfile  send from pool buffers even where sendfile serves\n"
+                     "  -h, --help         this text\n"
+                     "      --version      the version\n");
+}
+
+enum {
+        OPT_RESUME = 256,
+        OPT_VERIFY,
+        OPT_JSON,
+        OPT_NETRC,
+        OPT_TIMEOUT,
+        OPT_NO_SENDFILE,
+        OPT_VERSION
+};
+
+struct cli {
+        struct job_opts job;
+        bool json, quiet;
+        const char *netrc;
+        struct ds_live *live; /* tach sees the peer here */
+        const char *op;
+        char **args;
+        int nargs;
+};
+
+static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
+{
+        static const struct option longs[] = {{"parallel", required_argument, NULL, 'P'},
+                                              {"block", required_argument, NULL, 'b'},
+                                              {"recursive", no_argument, NULL, 'r'},
+                                              {"resume", no_argument, NULL, OPT_RESUME},
+                                              {"verify", no_argument, NULL, OPT_VERIFY},
+                                              {"json", no_argument, NULL, OPT_JSON},
+                                              {"quiet", no_argument, NULL, 'q'},
+                                              {"netrc", required_argument, NULL, OPT_NETRC},
+                                              {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                              {"no-sendfile", no_argument, NULL, OPT_NO_SENDFILE},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {"version", no_argument, NULL, OPT_VERSION},
+                                              {NULL, 0, NULL, 0}};
+        int c;
+
+        *cli = (struct cli){
+            .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":P:b:rqh", longs, NULL)) != -1) {
+                switch (c) {
+                case 'P':
+                        cli->job.streams =
+                            (unsigned)ds_cli_size("-P", optarg, 1, DS_MODEE_MAX_STREAMS);
+                        break;
+                case 'b':
+                        cli->job.block = (size_t)ds_cli_size("-b", optarg, 4096, 256u << 20);
+                        break;
+                case 'r':
+                        cli->job.recursive = true;
+                        break;
+                case 'q':
+                        cli->quiet = true;
+                        break;
+                case OPT_RESUME:
+                        cli->job.resume = true;
+                        break;
+                case OPT_VERIFY:
+                        cli->job.verify = true;
+                        break;
+                case OPT_JSON:
+                        cli->json = true;
+                        break;
+                case OPT_NETRC:
+                        cli->netrc = optarg;
+                        break;
+                case OPT_TIMEOUT:
+                        cli->job.timeout_ms = (int)(ds_cli_seconds("--timeout", optarg) * 1000);
+                        break;
+                case OPT_NO_SENDFILE:
+                        cli->job.no_sendfile = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                case OPT_VERSION:
+                        printf("xftp %s\n", DS_VERSION);
+                        exit(0);
+                default:
+                        ds_cli_bad_option("xftp", argv, c);
+                }
+        }
+        if (optind >= argc) {
+                fprintf(stderr, "xftp: missing command: get, put, ls or cp (see --help)\n");
+                exit(2);
+        }
+        cli->op = argv[optind];
+        cli->args = argv + optind + 1;
+        cli->nargs = argc - optind - 1;
+        static const struct {
+                const char *name;
+                int min, max;
+        } ops[] = {{"get", 1, 2}, {"put", 2, 2}, {"ls", 1, 1}, {"cp", 2, 2}};
+        for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+                if (strcmp(cli->op, ops[i].name) != 0)
+                        continue;
+                if (cli->nargs < ops[i].min || cli->nargs > ops[i].max) {
+                        fprintf(stderr, "xftp %s: wrong number of arguments (see --help)\n",
+                                cli->op);
+                        exit(2);
+                }
+                return;
+        }
+        fprintf(stderr, "xftp: '%s' is not a command: get, put, ls or cp\n", cli->op);
+        exit(2);
+}
+
+/* The URL argument, parsed, or one line and exit(2). */
+static void url_arg(const char *text, struct url *url)
+{
+        if (url_parse(text, url) < 0) {
+                fprintf(stderr,
+                        "xftp: '%s' is not an ftp:// URL "
+                        "(ftp://[user[:password]@]host[:port]/path)\n",
+                        text);
+                exit(2);
+        }
+}
+
+static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct ds_error *err)
+{
+        int rc = url_credentials(url, cli->netrc, true);
+        if (rc < 0)
+                return ds_fail(err, 0,
+                               "no password for %s@%s: give it in the URL, in ~/.netrc, or "
+                               "run on a terminal",
+                               url->user, url->host);
+        return ftp_open(ftp, url->host, url->port, url->user, url->pass, cli->job.timeout_ms,
+                        cli->job.stop, err);
+}
+
+/* The last part of a path ("" for none). */
+static const char *base_of(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
+/* The progress bar: one line redrawn four times a second on the terminal. */
+struct progress {
+        pthread_t thread;
+        atomic_bool done;
+        struct ds_live_segment *seg;
+        const struct job_totals *totals;
+};
+
+static void *progress_main(void *arg)
+{
+        struct progress *p = arg;
+        uint64_t start = ds_now_ns(), last_bytes = 0, last_ns = start;
+        double rate = 0;
+
+        while (!atomic_load(&p->done)) {
+                usleep(250000);
+                struct ds_counters c;
+                ds_live_read(p->seg, &c);
+                uint64_t now = ds_now_ns();
+                double dt = ds_seconds_between(last_ns, now);
+                double instant = dt > 0 ? (double)(c.bytes - last_bytes) / dt : 0;
+                rate = rate == 0 ? instant : 0.7 * rate + 0.3 * instant; /* smoothed */
+                last_bytes = c.bytes;
+                last_ns = now;
+                uint64_t expected = atomic_load(&p->totals->expected_live);
+                char done_text[32], eta[32] = "";
+                ds_size_format(done_text, sizeof(done_text), c.bytes);
+                if (expected > c.bytes && rate > 0) {
+                        unsigned s = (unsigned)((double)(expected - c.bytes) / rate);
+                        snprintf(eta, sizeof(eta), "  ETA %u:%02u", s / 60, s % 60);
+                }
+                if (expected > 0)
+                        printf("\r%5.1f%% %10s %9.1f MB/s%s   ",
+                               100.0 * (double)c.bytes / (double)expected, done_text, rate / 1e6,
+                               eta);
+                else
+                        printf("\r%10s %9.1f MB/s   ", done_text, rate / 1e6);
+                fflush(stdout);
+        }
+        printf("\r%60s\r", "");
+        fflush(stdout);
+        return NULL;
+}
+
+static void report(const struct cli *cli, const struct job_totals *t, double wall_seconds, int rc,
+                   const struct ds_error *err)
+{
+        double seconds = t->seconds;
+        double mbs = seconds > 0 ? (double)t->bytes / seconds / 1e6 : 0;
+
+        if (!cli->json) {
+                if (rc == 0 && strcmp(cli->op, "ls") != 0)
+                        printf("xftp %s: %u file%s, %llu bytes in %.2f s = %.1f MB/s (%u stream%s, "
+                               "%zu-byte blocks)%s\n",
+                               cli->op, t->files, t->files == 1 ? "" : "s",
+                               (unsigned long long)t->bytes, seconds, mbs, t->streams_used,
+                               t->streams_used == 1 ? "" : "s", cli->job.block,
+                               t->verified ? ", verified" : "");
+                return;
+        }
+        struct ds_json json;
+        ds_json_begin(&json, stdout);
+        ds_json_str(&json, "tool", "xftp");
+        ds_json_str(&json, "op", cli->op);
+        ds_json_bool(&json, "ok", rc == 0);
+        if (rc < 0)
+                ds_json_str(&json, "error", err->text);
+        ds_json_u64(&json, "files", t->files);
+        ds_json_u64(&json, "bytes", t->bytes);
+        ds_json_u64(&json, "resumed_bytes", t->resumed_bytes);
+        ds_json_double(&json, "seconds", seconds);
+        ds_json_double(&json, "wall_seconds", wall_seconds);
+        ds_json_double(&json, "MB_per_s", mbs);
+        ds_json_u64(&json, "streams", t->streams_used);
+        ds_json_u64(&json, "block", cli->job.block);
+        ds_json_u64(&json, "verified", t->verified);
+        if (t->verified) {
+                ds_json_str(&json, "hash_algo", ds_hash_name(t->last_algo));
+                ds_json_str(&json, "hash", t->last_hash);
+        }
+        ds_json_end(&json);
+}
+
+static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err)
+{
+        struct url a, b;
+        struct ftp ftp, other;
+        const char *op = cli->op;
+        int rc;
+
+        if (strcmp(op, "put") == 0) {
+                url_arg(cli->args[1], &a);
+        } else {
+                url_arg(cli->args[0], &a);
+                if (strcmp(op, "cp") == 0)
+                        url_arg(cli->args[1], &b);
+        }
+        ds_live_set_peer(cli->live, a.host);
+        rc = login(&ftp, &a, cli, err);
+        if (rc < 0)
+                return rc;
+        if (strcmp(op, "get") == 0) {
+                char dest[4096];
+                const char *name = base_of(a.path);
+                const char *arg = cli->nargs > 1 ? cli->args[1] : NULL;
+                struct stat st;
+                if (!arg)
+                        snprintf(dest, sizeof(dest), "%s", *name ? name : ".");
+                else if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode) && !cli->job.recursive)
+                        snprintf(dest, sizeof(dest), "%s/%s", arg, name);
+                else
+                        snprintf(dest, sizeof(dest), "%s", arg);
+                if (ftp_size(&ftp, "SIZE", a.path, &t->expected, err) == 0)
+                        atomic_store(&t->expected_live, t->expected);
+                rc = job_get(&ftp, a.path, dest, &cli->job, t, err);
+        } else if (strcmp(op, "put") == 0) {
+                char remote[sizeof(a.path) + 256];
+                size_t len = strlen(a.path);
+                struct stat st;
+                if (len == 0 || a.path[len - 1] == '/')
+                        snprintf(remote, sizeof(remote), "%s%s", a.path, base_of(cli->args[0]));
+                else
+                        snprintf(remote, sizeof(remote), "%s", a.path);
+                if (stat(cli->args[0], &st) == 0)
+                        atomic_store(&t->expected_live, (uint64_t)st.st_size);
+                rc = job_put(&ftp, cli->args[0], remote, &cli->job, t, err);
+        } else if (strcmp(op, "ls") == 0) {
+                rc = job_ls(&ftp, a.path, &cli->job, err);
+        } else {
+                rc = login(&other, &b, cli, err);
+                if (rc == 0) {
+                        rc = job_cp(&ftp, a.path, &other, b.path, &cli->job, t, err);
+                        ftp_close(&other);
+                }
+        }
+        ftp_close(&ftp);
+        return rc;
+}
+
+int main(int argc, char **argv)
+{
+        static atomic_bool stop;
+        struct cli cli;
+        struct ds_error err = {{0}};
+        struct ds_live *live = NULL;
+        struct job_totals totals = {0};
+
+        parse_cli(argc, argv, &cli, &stop);
+        ds_cli_catch_stop(&stop);
+        if (ds_live_open(&live, "xftp", cli.op, "tcp", NULL, &err) < 0) {
+                fprintf(stderr, "xftp: %s\n", err.text);
+                return 1;
+        }
+        ds_live_set_msg_size(live, cli.job.block);
+        cli.live = live;
+        cli.job.live = ds_live_segment(live);
+        ds_live_start(live);
+
+        struct progress bar = {.seg = cli.job.live, .totals = &totals};
+        bool show = !cli.json && !cli.quiet && strcmp(cli.op, "ls") != 0 && isatty(STDOUT_FILENO);
+        if (show && pthread_create(&bar.thread, NULL, progress_main, &bar) != 0)
+                show = false;
+        uint64_t start = ds_now_ns();
+        int rc = run(&cli, &totals, &err);
+        double seconds = ds_seconds_between(start, ds_now_ns());
+        if (show) {
+                atomic_store(&bar.done, true);
+                pthread_join(bar.thread, NULL);
+        }
+        ds_live_done(live);
+        report(&cli, &totals, seconds, rc, &err);
+        ds_live_close(live);
+        if (rc < 0) {
+                fprintf(stderr, "xftp: %s\n", err.text[0] ? err.text : strerror(-rc));
+                return 1;
+        }
+        return 0;
+}

@@ -1,0 +1,583 @@
+/* get, put, ls and cp over a logged-in control connection.
+ *
+ * A download lands in ".NAME.xftp-part" beside its destination and is renamed into place
+ * after fsync. How much of that file is whole is kept in its extended attribute
+ * user.xftp.whole as the data is written (MODE E writes blocks out of order, so the file's
+ * size alone does not say), and --resume continues from there. */
+#include "transfer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+
+#include "modee.h"
+#include "xfer.h"
+
+#define WHOLE_XATTR    "user.xftp.whole"
+#define PART_SUFFIX    ".xftp-part"
+#define LISTING_MAX    (64u << 20)
+#define PATH_ROOM      4096
+#define TREE_DEPTH_MAX 64u /* a server's directories nested deeper are refused */
+
+/* The transfer's mode and connection count for this server. */
+static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o)
+{
+        return o->streams > 1 && ftp->feat.parallel ? o->streams : 1;
+}
+
+static struct ds_data_opts data_opts(const struct job_opts *o)
+{
+        /* Socket buffers of one block: the sender can keep a whole block in flight. */
+        return (struct ds_data_opts){
+            .sockbuf = (int)o->block, .timeout_ms = o->timeout_ms, .stop = o->stop};
+}
+
+static struct ds_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset, uint64_t limit)
+{
+        return (struct ds_xfer_opts){.block = o->block,
+                                     .offset = offset,
+                                     .length = UINT64_MAX,
+                                     .limit = limit,
+                                     .idle_ms = o->timeout_ms,
+                                     .stop = o->stop,
+                                     .live = o->live,
+                                     .flags = o->no_sendfile ? DS_XFER_NO_SENDFILE : 0};
+}
+
+/* Reads the reply that follows a 1xx, which must be 2xx. */
+static int final_reply(struct ftp *ftp, const char *what, struct ds_error *err)
+{
+        int rc = ftp_reply(ftp, err);
+        if (rc >= 0 && (rc < 200 || rc > 299))
+                return ds_fail(err, 0, "%s: %s", what, ftp->reply), -EIO;
+        return rc < 0 ? rc : 0;
+}
+
+/* A transfer command (RETR, STOR, LIST...) that must be answered 125 or 150. */
+static int start_transfer(struct ftp *ftp, const char *verb, const char *path, struct ds_error *err)
+{
+        int rc = path[0] ? ftp_cmd(ftp, err, "%s %s", verb, path) : ftp_cmd(ftp, err, "%s", verb);
+        if (rc >= 0 && rc != 125 && rc != 150)
+                return ds_fail(err, 0, "%s %s: %s", verb, path, ftp->reply),
+                       rc == 550 ? -ENOENT : -EIO;
+        return rc < 0 ? rc : 0;
+}
+
+static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
+{
+        if (offset == 0)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "REST %llu", (unsigned long long)offset);
+        if (rc >= 0 && rc != 350)
+                return ds_fail(err, 0, "REST %llu: %s", (unsigned long long)offset, ftp->reply),
+                       -ENOTSUP;
+        return rc < 0 ? rc : 0;
+}
+
+/* Data connections, then REST (right before the transfer command, as RFC 959 wants it)
+ * and RETR or STOR. On failure the connections are closed. */
+static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
+                         int *fds, unsigned n, const struct ds_data_opts *dopts,
+                         struct ds_error *err)
+{
+        int rc = ftp_passive(ftp, fds, n, dopts, err);
+        if (rc < 0)
+                return rc;
+        rc = rest(ftp, offset, err);
+        if (rc == 0)
+                rc = start_transfer(ftp, verb, remote, err);
+        if (rc < 0)
+                ds_data_close(fds, n);
+        return rc;
+}
+
+/* "dir/.base.xftp-part" for "dir/base". */
+static int part_name(const char *local, char *out, size_t room)
+{
+        const char *slash = strrchr(local, '/');
+        int n = slash ? snprintf(out, room, "%.*s/.%s%s", (int)(slash - local), local, slash + 1,
+                                 PART_SUFFIX)
+                      : snprintf(out, room, ".%s%s", local, PART_SUFFIX);
+        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
+}
+
+static void record_whole(uint64_t whole, void *ctx)
+{
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
+        fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
+}
+
+/* How much of a partial download is whole: the attribute if there is one (never more
+ * than the file holds), else (a file written in order only) its size. */
+static uint64_t whole_of(int fd, bool *marked)
+{
+        char text[24];
+        struct stat st;
+        ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
+
+        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+        *marked = n > 0;
+        if (n <= 0)
+                return size;
+        text[n] = '\0';
+        uint64_t whole = strtoull(text, NULL, 10);
+        return whole < size ? whole : size; /* the file may have been cut since */
+}
+
+/* Opens the partial download: continued with --resume, else created afresh (replacing a
+ * partial this tool left, never another file). *offset gets where to continue; *marks says
+ * whether the file system keeps the whole-mark (MODE E needs it). */
+static int open_part(const char *part, bool resume, uint64_t *offset, bool *marks,
+                     struct ds_error *err)
+{
+        bool marked = false;
+        int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+        *offset = 0;
+        if (fd < 0 && errno == EEXIST) {
+                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0)
+                        return ds_fail(err, -errno, "%s", part);
+                uint64_t whole = whole_of(fd, &marked);
+                if (resume) {
+                        *offset = whole;
+                } else if (!marked) {
+                        close(fd);
+                        return ds_fail(err, 0,
+                                       "%s exists and xftp did not write it: remove it, or "
+                                       "continue it with --resume",
+                                       part),
+                               -EEXIST;
+                } else if (ftruncate(fd, 0) < 0) {
+                        int rc = -errno;
+                        close(fd);
+                        return ds_fail(err, rc, "%s", part);
+                }
+        } else if (fd < 0) {
+                return ds_fail(err, -errno, "%s", part);
+        }
+        record_whole(*offset, &fd);
+        *marks = whole_of(fd, &marked) == *offset && marked;
+        return fd;
+}
+
+/* Makes the download durable under its final name. */
+static int commit_part(int fd, const char *part, const char *local, uint64_t size,
+                       struct ds_error *err)
+{
+        if (ftruncate(fd, (off_t)size) < 0)
+                return ds_fail(err, -errno, "%s", part);
+        if (fsync(fd) < 0)
+                return ds_fail(err, -errno, "fsync %s", part);
+        fremovexattr(fd, WHOLE_XATTR);
+        if (rename(part, local) < 0)
+                return ds_fail(err, -errno, "rename %s to %s", part, local);
+        char dir[PATH_ROOM];
+        snprintf(dir, sizeof(dir), "%s", local);
+        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                fsync(dfd); /* the rename itself durable; a failure here loses no data */
+                close(dfd);
+        }
+        return 0;
+}
+
+/* HASH on the server and the same hash here; 0 when they match. */
+static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, uint64_t size,
+                  const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        int rc = ftp_cmd(ftp, err, "HASH %s", remote);
+        if (rc < 0)
+                return rc;
+        char name[32], range[64], hex[DS_HASH_HEX_MAX + 1];
+        enum ds_hash_algo algo;
+        if (rc != 213 || sscanf(ftp->reply + 4, "%31s %63s %65s", name, range, hex) != 3 ||
+            ds_hash_parse(name, &algo) < 0)
+                return ds_fail(err, 0, "HASH %s: %.100s", remote, ftp->reply), -EPROTO;
+        char mine[DS_HASH_HEX_MAX];
+        rc = ds_hash_file(file, algo, 0, size, o->block, o->stop, mine, NULL, err);
+        if (rc < 0)
+                return rc;
+        if (strcasecmp(mine, hex) != 0)
+                return ds_fail(err, 0, "%s: %s differs: server %s, here %s", remote, name, hex,
+                               mine),
+                       -EIO;
+        t->verified++;
+        t->last_algo = algo;
+        snprintf(t->last_hash, sizeof(t->last_hash), "%s", mine);
+        return 0;
+}
+
+static void count_file(struct job_totals *t, uint64_t resumed, unsigned streams)
+{
+        t->files++;
+        t->resumed_bytes += resumed;
+        if (streams > t->streams_used)
+                t->streams_used = streams;
+}
+
+/* Moves one file's data over the connections just opened: receive into file, or send it. */
+static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *fds, unsigned n,
+                     const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
+                     struct ds_error *err)
+{
+        enum ds_xfer_mode mode = n > 1 ? DS_XFER_BLOCKS : DS_XFER_STREAM;
+        int rc = receive ? ds_xfer_recv(file, mode, fds, n, xo, result, err)
+                         : ds_xfer_send(file, mode, fds, n, xo, result, err);
+        ds_data_close(fds, n); /* MODE S: this close is the end of the data */
+        struct ds_error reply_err;
+        int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
+        return rc < 0 ? rc : reply;
+}
+
+static int get_file(struct ftp *ftp, const char *remote, const char *local,
+                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        if (o->verify && !ftp->feat.hash)
+                return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
+                       -ENOTSUP;
+        char part[PATH_ROOM];
+        uint64_t size = UINT64_MAX, offset;
+        bool marks = false;
+        unsigned n = streams_for(ftp, o);
+        int fds[DS_MODEE_MAX_STREAMS];
+
+        int rc = ftp_size(ftp, "SIZE", remote, &size, err);
+        if (rc == -ENOENT)
+                return ds_fail(err, 0, "%s: no such file on %s", remote, ftp->host), -ENOENT;
+        if (rc == -ENOTSUP)
+                size = UINT64_MAX;
+        else if (rc < 0)
+                return rc;
+        if (part_name(local, part, sizeof(part)) < 0)
+                return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
+        int fd = open_part(part, o->resume, &offset, &marks, err);
+        if (fd < 0)
+                return fd;
+        if (!marks)
+                n = 1; /* out-of-order blocks need the whole-mark to be resumable */
+        if (offset > size && size != UINT64_MAX) {
+                close(fd);
+                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
+                               (unsigned long long)size, remote),
+                       -EINVAL;
+        }
+        struct ds_xfile file;
+        struct ds_xfer_result result = {0};
+        rc = ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, err);
+        struct ds_data_opts dopts = data_opts(o);
+        if (rc == 0)
+                rc = ftp_prepare(ftp, n, err);
+        uint64_t start_ns = ds_now_ns();
+        if (rc == 0)
+                rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
+        if (rc == 0) {
+                struct ds_xfer_opts xo = xfer_opts(o, offset, size);
+                xo.on_prefix = record_whole;
+                xo.prefix_ctx = &fd;
+                rc = move_data(ftp, &file, true, fds, n, &xo, &result, err);
+                t->bytes += result.bytes;
+        }
+        if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
+                rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
+                              (unsigned long long)result.prefix_end, (unsigned long long)size),
+                      -EIO);
+        if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
+                rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
+        if (rc == 0)
+                rc = commit_part(fd, part, local, result.prefix_end, err);
+        t->seconds += ds_seconds_between(start_ns, ds_now_ns());
+        ds_xfile_plain_close(&file);
+        close(fd);
+        if (rc < 0 && offset == 0 && result.prefix_end == 0)
+                unlink(part); /* nothing came: no part to resume, and it was ours */
+        if (rc == 0)
+                count_file(t, offset, n);
+        return rc;
+}
+
+static int put_file(struct ftp *ftp, const char *local, const char *remote,
+                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        unsigned n = streams_for(ftp, o);
+        int fds[DS_MODEE_MAX_STREAMS];
+        uint64_t offset = 0;
+        struct stat st;
+
+        if (o->verify && !ftp->feat.hash)
+                return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
+                       -ENOTSUP;
+        int fd = open(local, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return ds_fail(err, -errno, "%s", local);
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return ds_fail(err, 0, "%s: not a regular file", local), -EINVAL;
+        }
+        int rc = 0;
+        if (o->resume) {
+                /* xftpd keeps an interrupted upload apart and names its size by PSIZ; other
+                 * servers write in place, so the file's SIZE is what they have. */
+                rc = ftp_size(ftp, ftp->feat.psiz ? "PSIZ" : "SIZE", remote, &offset, err);
+                if (rc == -ENOENT || rc == -ENOTSUP)
+                        rc = 0, offset = 0;
+                if (rc == 0 && offset > (uint64_t)st.st_size)
+                        rc = (ds_fail(err, 0, "%s: the server has %llu bytes, more than %s", remote,
+                                      (unsigned long long)offset, local),
+                              -EINVAL);
+        }
+        struct ds_xfile file;
+        struct ds_xfer_result result = {0};
+        struct ds_data_opts dopts = data_opts(o);
+        if (rc == 0) /* read through the cache: readahead beat O_DIRECT (xfile.c) */
+                rc = ds_xfile_plain(&file, fd, 0, err);
+        if (rc == 0) {
+                rc = ftp_prepare(ftp, n, err);
+                if (rc == 0 && offset == 0)
+                        ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
+                uint64_t start_ns = ds_now_ns();
+                if (rc == 0)
+                        rc = open_transfer(ftp, "STOR", remote, offset, fds, n, &dopts, err);
+                if (rc == 0) {
+                        struct ds_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
+                        xo.length = (uint64_t)st.st_size - offset;
+                        rc = move_data(ftp, &file, false, fds, n, &xo, &result, err);
+                        t->bytes += result.bytes;
+                }
+                t->seconds += ds_seconds_between(start_ns, ds_now_ns());
+                if (rc == 0 && o->verify)
+                        rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, err);
+                ds_xfile_plain_close(&file);
+        }
+        close(fd);
+        if (rc == 0)
+                count_file(t, offset, n);
+        return rc;
+}
+
+/* Reads a listing (LIST or MLSD of path) in MODE S. *text is malloc'd. */
+static int fetch_listing(struct ftp *ftp, const char *verb, const char *path,
+                         const struct job_opts *o, char **text, struct ds_error *err)
+{
+        struct ds_data_opts dopts = data_opts(o);
+        int fd;
+
+        dopts.sockbuf = 0;
+        int rc = ftp_prepare(ftp, 1, err);
+        if (rc == 0)
+                rc = ftp_passive(ftp, &fd, 1, &dopts, err);
+        if (rc < 0)
+                return rc;
+        rc = start_transfer(ftp, verb, path, err);
+        if (rc < 0) {
+                close(fd);
+                return rc;
+        }
+        long got = ds_data_read_all(fd, text, LISTING_MAX, &dopts, err);
+        close(fd);
+        struct ds_error reply_err;
+        rc = final_reply(ftp, verb, got < 0 ? &reply_err : err);
+        if (got < 0) {
+                return (int)got;
+        }
+        if (rc < 0) {
+                free(*text);
+                *text = NULL;
+        }
+        return rc;
+}
+
+int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err)
+{
+        char *text = NULL;
+        int rc = fetch_listing(ftp, "LIST", remote, o, &text, err);
+        if (rc < 0)
+                return rc;
+        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
+        for (const char *p = text; *p; p++)
+                if (!(p[0] == '\r' && p[1] == '\n'))
+                        putchar(*p);
+        free(text);
+        return 0;
+}
+
+/* One entry of a listing: a name and whether it is a directory. false for lines that
+ * name nothing to copy (totals, ".", "..", links, names with '/'). */
+static bool parse_entry(char *line, bool mlsd, char **name, bool *is_dir)
+{
+        line[strcspn(line, "\r")] = '\0';
+        if (mlsd) {
+                /* "fact=value;fact=value; name" (RFC 3659 7.2) */
+                char *space = strchr(line, ' ');
+                if (!space)
+                        return false;
+                *space = '\0';
+                *name = space + 1;
+                *is_dir = strcasestr(line, "type=dir;") != NULL;
+                if (!*is_dir && !strcasestr(line, "type=file;"))
+                        return false;
+        } else {
+                /* "drwxr-xr-x 2 user group 4096 Nov 23 19:00 name": the name after 8 fields */
+                if (line[0] != 'd' && line[0] != '-')
+                        return false;
+                *is_dir = line[0] == 'd';
+                char *p = line;
+                for (int field = 0; field < 8; field++) {
+                        p += strcspn(p, " ");
+                        p += strspn(p, " ");
+                        if (!*p)
+                                return false;
+                }
+                *name = p;
+        }
+        return **name && strcmp(*name, ".") != 0 && strcmp(*name, "..") != 0 && !strchr(*name, '/');
+}
+
+static int join(char *out, size_t room, const char *dir, const char *name)
+{
+        int n = dir[0] ? snprintf(out, room, "%s/%s", dir, name) : snprintf(out, room, "%s", name);
+        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
+}
+
+static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
+                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        if (depth > TREE_DEPTH_MAX)
+                return ds_fail(err, 0, "%s: deeper than %u directories", remote, TREE_DEPTH_MAX),
+                       -ELOOP;
+        char *text = NULL;
+        bool mlsd = ftp->feat.mlst;
+        int rc = fetch_listing(ftp, mlsd ? "MLSD" : "LIST", remote, o, &text, err);
+        if (rc < 0)
+                return rc;
+        if (mkdir(local, 0755) < 0 && errno != EEXIST) {
+                free(text);
+                return ds_fail(err, -errno, "mkdir %s", local);
+        }
+        char *save;
+        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+             line = strtok_r(NULL, "\n", &save)) {
+                char *name, r[PATH_ROOM], l[PATH_ROOM];
+                bool is_dir;
+                if (!parse_entry(line, mlsd, &name, &is_dir))
+                        continue;
+                if (join(r, sizeof(r), remote, name) < 0 || join(l, sizeof(l), local, name) < 0) {
+                        rc = (ds_fail(err, 0, "%s/%s: name too long", remote, name), -ENAMETOOLONG);
+                        break;
+                }
+                rc = is_dir ? get_tree(ftp, r, l, depth + 1, o, t, err)
+                            : get_file(ftp, r, l, o, t, err);
+        }
+        free(text);
+        return rc;
+}
+
+static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsigned depth,
+                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        if (depth > TREE_DEPTH_MAX)
+                return ds_fail(err, 0, "%s: deeper than %u directories", local, TREE_DEPTH_MAX),
+                       -ELOOP;
+        DIR *dir = opendir(local);
+        if (!dir)
+                return ds_fail(err, -errno, "%s", local);
+        int rc = ftp_cmd(ftp, err, "MKD %s", remote); /* 550 when it exists: fine */
+        rc = rc < 0 ? rc : 0;
+        struct dirent *entry;
+        while (rc == 0 && (entry = readdir(dir))) {
+                char r[PATH_ROOM], l[PATH_ROOM];
+                struct stat st;
+                if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+                        continue;
+                if (join(r, sizeof(r), remote, entry->d_name) < 0 ||
+                    join(l, sizeof(l), local, entry->d_name) < 0) {
+                        rc = (ds_fail(err, 0, "%s/%s: name too long", local, entry->d_name),
+                              -ENAMETOOLONG);
+                        break;
+                }
+                if (lstat(l, &st) < 0)
+                        rc = ds_fail(err, -errno, "%s", l);
+                else if (S_ISDIR(st.st_mode))
+                        rc = put_tree(ftp, l, r, depth + 1, o, t, err);
+                else if (S_ISREG(st.st_mode))
+                        rc = put_file(ftp, l, r, o, t, err);
+        }
+        closedir(dir);
+        return rc;
+}
+
+int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
+            struct job_totals *t, struct ds_error *err)
+{
+        return o->recursive ? get_tree(ftp, remote, local, 0, o, t, err)
+                            : get_file(ftp, remote, local, o, t, err);
+}
+
+int job_put(struct ftp *ftp, const char *local, const char *remote, const struct job_opts *o,
+            struct job_totals *t, struct ds_error *err)
+{
+        return o->recursive ? put_tree(ftp, local, remote, 0, o, t, err)
+                            : put_file(ftp, local, remote, o, t, err);
+}
+
+int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *dst_path,
+           const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        unsigned n =
+            streams_for(src, o) < streams_for(dst, o) ? streams_for(src, o) : streams_for(dst, o);
+        uint64_t size = 0;
+        struct ds_ftp_addr addr;
+
+        int rc = ftp_size(src, "SIZE", src_path, &size, err);
+        if (rc == -ENOENT)
+                return ds_fail(err, 0, "%s: no such file on %s", src_path, src->host), -ENOENT;
+        if (rc == 0)
+                rc = ftp_prepare(src, n, err);
+        if (rc == 0)
+                rc = ftp_prepare(dst, n, err);
+        if (rc == 0)
+                rc = ftp_passive_addr(dst, &addr, err);
+        if (rc == 0)
+                rc = ftp_port(src, &addr, err);
+        /* The destination waits for the source's connection before its 150, so both
+         * commands go out before either reply is read. */
+        uint64_t start_ns = ds_now_ns();
+        if (rc == 0)
+                rc = ftp_send(dst, err, "STOR %s", dst_path);
+        if (rc == 0)
+                rc = ftp_send(src, err, "RETR %s", src_path);
+        int src_code = rc == 0 ? ftp_reply(src, err) : rc;
+        if (src_code >= 0 && src_code != 125 && src_code != 150)
+                return ds_fail(err, 0, "RETR %s: %s", src_path, src->reply), -EIO;
+        int dst_code = src_code >= 0 ? ftp_reply(dst, err) : src_code;
+        if (dst_code >= 0 && dst_code != 125 && dst_code != 150)
+                return ds_fail(err, 0, "STOR %s: %s", dst_path, dst->reply), -EIO;
+        if (dst_code < 0)
+                return dst_code;
+        /* The data may take long and never passes here: only a stop ends the wait. */
+        int src_timeout = src->timeout_ms, dst_timeout = dst->timeout_ms;
+        src->timeout_ms = dst->timeout_ms = -1;
+        rc = final_reply(src, "RETR", err);
+        if (rc == 0)
+                rc = final_reply(dst, "STOR", err);
+        src->timeout_ms = src_timeout;
+        dst->timeout_ms = dst_timeout;
+        t->seconds += ds_seconds_between(start_ns, ds_now_ns());
+        if (rc == 0) {
+                t->files++;
+                t->bytes += size;
+                t->streams_used = n;
+        }
+        return rc;
+}

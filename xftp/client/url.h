@@ -1,0 +1,33 @@
+/* ftp:// URLs and the credentials that go with them: from the URL, ~/.netrc, or a prompt. */
+#ifndef XFTP_URL_H
+#define XFTP_URL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define URL_PART_MAX 1024
+
+struct url {
+        char user[256];
+        char pass[256];
+        bool has_user, has_pass;
+        char host[256];
+        uint16_t port;
+        char path[URL_PART_MAX]; /* percent-decoded, without the leading '/' ("" is the
+                                  * login directory) */
+};
+
+/* Whether text starts with "ftp://". */
+bool url_is_ftp(const char *text);
+
+/* Parses ftp://[user[:pass]@]host[:port][/path] (host may be [v6]); %XX escapes decoded,
+ * a decoded NUL, CR or LF refused. Returns 0 or -EINVAL. */
+int url_parse(const char *text, struct url *out);
+
+/* Fills missing credentials: ~/.netrc (the machine entry, else the default one; not used
+ * when others can read the file, nor its password for another login), then for a named
+ * user a password prompt on the terminal (with may_prompt), else anonymous. netrc may be
+ * NULL for $HOME/.netrc. Returns 0, or -ENOTTY when a user's password was nowhere. */
+int url_credentials(struct url *url, const char *netrc, bool may_prompt);
+
+#endif

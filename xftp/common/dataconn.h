@@ -1,0 +1,107 @@
+/* FTP data connections: the address arguments and replies that name them (PORT, PASV,
+ * EPRT, EPSV), and opening them with a deadline and a stop flag.
+ *
+ * The codecs take text straight from a peer: they never read past the terminating NUL,
+ * accept only the grammar of RFC 959 and RFC 2428 (numbers in range, no trailing junk)
+ * and return -EINVAL for anything else. */
+#ifndef DS_XFTP_DATACONN_H
+#define DS_XFTP_DATACONN_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct ds_error;
+
+/* A socket address of either family, as the codecs fill it. */
+struct ds_ftp_addr {
+        struct sockaddr_storage ss;
+        socklen_t len; /* 0: not set */
+};
+
+#define DS_FTP_ADDR_TEXT 64 /* room for any formatted argument or reply below */
+
+/* PORT h1,h2,h3,h4,p1,p2 (RFC 959): the argument, spaces allowed around the commas.
+ * IPv4 only; port 0 refused. Returns 0 or -EINVAL. */
+int ds_ftp_parse_port(const char *arg, struct ds_ftp_addr *out);
+/* The same six numbers for addr (IPv4, or an IPv4-mapped IPv6 address), as PORT's argument
+ * and inside PASV's 227 reply. Returns 0, or -EAFNOSUPPORT for a true IPv6 address. */
+int ds_ftp_format_port(const struct ds_ftp_addr *addr, char *buf, size_t len);
+
+/* A 227 reply's text ("227 Entering Passive Mode (h1,h2,h3,h4,p1,p2)."): the six numbers
+ * wherever they stand after the code, with or without parentheses, as clients accept
+ * them. Returns 0 or -EINVAL. */
+int ds_ftp_parse_pasv(const char *reply, struct ds_ftp_addr *out);
+
+/* EPRT |af|address|port| (RFC 2428; any printable delimiter 33..126 in place of '|'),
+ * af 1 (IPv4) or 2 (IPv6). Returns 0, -EAFNOSUPPORT for another af, or -EINVAL. */
+int ds_ftp_parse_eprt(const char *arg, struct ds_ftp_addr *out);
+/* "|1|1.2.3.4|5|" or "|2|::1|5|" for addr. Returns 0 or -ENOSPC. */
+int ds_ftp_format_eprt(const struct ds_ftp_addr *addr, char *buf, size_t len);
+
+/* A 229 reply's text ("229 Entering Extended Passive Mode (|||port|)"): the port between
+ * the parentheses. Returns 0 or -EINVAL. */
+int ds_ftp_parse_epsv(const char *reply, uint16_t *port);
+/* "(|||port|)", the part of a 229 reply after its text. */
+int ds_ftp_format_epsv(uint16_t port, char *buf, size_t len);
+
+/* The port of addr, and addr with its port replaced. */
+uint16_t ds_ftp_addr_port(const struct ds_ftp_addr *addr);
+void ds_ftp_addr_set_port(struct ds_ftp_addr *addr, uint16_t port);
+/* Whether a and b are the same host (IPv4-mapped IPv6 equal to its IPv4); ports ignored. */
+int ds_ftp_addr_same_host(const struct ds_ftp_addr *a, const struct ds_ftp_addr *b);
+/* "1.2.3.4:5" or "[::1]:5". */
+const char *ds_ftp_addr_text(const struct ds_ftp_addr *addr, char *buf, size_t len);
+/* The local or remote end of a connected socket. Returns 0 or a negative errno. */
+int ds_ftp_addr_local(int fd, struct ds_ftp_addr *out);
+int ds_ftp_addr_peer(int fd, struct ds_ftp_addr *out);
+
+/* How a data connection is opened. */
+struct ds_data_opts {
+        int sockbuf;       /* SO_SNDBUF and SO_RCVBUF, set before connect/listen so the
+                            * window scale fits; 0 leaves the kernel's autotuning */
+        int timeout_ms;    /* deadline of connect and of accept (each connection) */
+        atomic_bool *stop; /* may be NULL; when set, a wait ends with -EINTR */
+};
+
+/* The passive side: a listening socket on the host of local (the control connection's own
+ * address, so the data comes the way the control did), port 0 (the kernel picks one; read
+ * it with ds_ftp_addr_local). Returns the descriptor or a negative errno with err filled. */
+int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *opts,
+                   struct ds_error *err);
+
+/* Accepts n connections on listen_fd into fds[0..n-1], each within opts->timeout_ms.
+ * expect_peer (may be NULL) is the control connection's peer: a connection from another
+ * host is closed and not counted (vsftpd's pasv_promiscuous=NO). Returns 0, or a negative
+ * errno (-ETIMEDOUT, -EINTR on stop) with every accepted descriptor closed. */
+int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fds, unsigned n,
+                   const struct ds_data_opts *opts, struct ds_error *err);
+
+/* The active side: opens n connections to addr into fds[0..n-1], each within
+ * opts->timeout_ms. bind_host (may be NULL) gives the local address to connect from (the
+ * port is left to the kernel). Returns 0, or a negative errno with every descriptor closed. */
+int ds_data_connect(const struct ds_ftp_addr *addr, const struct ds_ftp_addr *bind_host, int *fds,
+                    unsigned n, const struct ds_data_opts *opts, struct ds_error *err);
+
+/* Waits until fd is ready for events (POLLIN, POLLOUT), at most timeout_ms (negative:
+ * no deadline), waking every 100 ms to look at stop (may be NULL). Returns 1 ready (or
+ * in error: the next call says which), -ETIMEDOUT, -EINTR when stop was set, or a negative
+ * errno. */
+int ds_data_wait(int fd, short events, int timeout_ms, atomic_bool *stop);
+
+/* Writes all len bytes to a connected socket (a listing, a reply-sized text), waiting at
+ * most opts->timeout_ms for each stall. Returns 0 or a negative errno (-EINTR on stop). */
+int ds_data_write_all(int fd, const void *buf, size_t len, const struct ds_data_opts *opts,
+                      struct ds_error *err);
+
+/* Reads what the peer sends until it closes, into *buf (malloc'd, NUL-terminated, the
+ * caller frees it), refusing more than max bytes with -EFBIG. Returns the length read or a
+ * negative errno with *buf NULL. */
+long ds_data_read_all(int fd, char **buf, size_t max, const struct ds_data_opts *opts,
+                      struct ds_error *err);
+
+/* Closes fds[0..n-1] (those >= 0) and sets them to -1. */
+void ds_data_close(int *fds, unsigned n);
+
+#endif

@@ -1,0 +1,115 @@
+/* MODE E block headers, the Parallelism option, and the end of a transfer. */
+#include "modee.h"
+
+#include <errno.h>
+#include <strings.h>
+
+static void put_be64(uint8_t *out, uint64_t value)
+{
+        for (int i = 7; i >= 0; i--) {
+                out[i] = (uint8_t)value;
+                value >>= 8;
+        }
+}
+
+static uint64_t get_be64(const uint8_t *in)
+{
+        uint64_t value = 0;
+        for (int i = 0; i < 8; i++)
+                value = value << 8 | in[i];
+        return value;
+}
+
+void ds_modee_encode(const struct ds_modee_block *block, uint8_t out[DS_MODEE_HEADER])
+{
+        out[0] = block->desc;
+        put_be64(out + 1, block->count);
+        put_be64(out + 9, block->offset);
+}
+
+int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out)
+{
+        const uint8_t known = DS_MODEE_EOF | DS_MODEE_EOD | DS_MODEE_CLOSE;
+        struct ds_modee_block block = {
+            .desc = in[0],
+            .count = get_be64(in + 1),
+            .offset = get_be64(in + 9),
+        };
+
+        if (block.desc & ~known)
+                return -EPROTO; /* restart markers, suspect data, records, unknown bits */
+        if (block.desc & DS_MODEE_EOF) {
+                if (block.count != 0 || block.offset < 1 || block.offset > DS_MODEE_MAX_STREAMS)
+                        return -EPROTO;
+        } else if (block.count > 0) {
+                if (block.offset > UINT64_MAX - block.count)
+                        return -EPROTO;
+                if (block.offset + block.count > limit)
+                        return -EFBIG;
+        }
+        *out = block;
+        return 0;
+}
+
+/* A decimal number of at most 9 digits at *p, advancing p. */
+static int parse_count(const char **p, unsigned *value)
+{
+        unsigned n = 0, digits = 0;
+
+        while (**p >= '0' && **p <= '9') {
+                if (++digits > 9)
+                        return -EINVAL;
+                n = n * 10 + (unsigned)(**p - '0');
+                (*p)++;
+        }
+        if (digits == 0)
+                return -EINVAL;
+        *value = n;
+        return 0;
+}
+
+int ds_modee_parse_parallelism(const char *arg, unsigned *streams)
+{
+        static const char name[] = "Parallelism=";
+        const char *p = arg;
+        unsigned first, other;
+
+        if (strncasecmp(p, name, sizeof(name) - 1) != 0)
+                return -EINVAL;
+        p += sizeof(name) - 1;
+        if (parse_count(&p, &first) < 0)
+                return -EINVAL;
+        if (*p == ',') { /* GridFTP's start,min,max */
+                for (int i = 0; i < 2; i++) {
+                        if (*p++ != ',' || parse_count(&p, &other) < 0)
+                                return -EINVAL;
+                }
+        }
+        if (*p == ';')
+                p++;
+        if (*p != '\0' || first < 1 || first > DS_MODEE_MAX_STREAMS)
+                return -EINVAL;
+        *streams = first;
+        return 0;
+}
+
+int ds_modee_end_note(struct ds_modee_end *end, const struct ds_modee_block *block)
+{
+        if (block->desc & DS_MODEE_EOF) {
+                if (end->eods_expected != 0 || block->offset < end->eods_seen)
+                        return -EPROTO;
+                end->eods_expected = (unsigned)block->offset;
+        }
+        if (block->desc & DS_MODEE_EOD) {
+                end->eods_seen++;
+                if (end->eods_seen > DS_MODEE_MAX_STREAMS ||
+                    (end->eods_expected != 0 && end->eods_seen > end->eods_expected))
+                        return -EPROTO;
+        }
+        return 0;
+}
+
+bool ds_modee_end_done(const struct ds_modee_end *end)
+{
+        return end->eods_expected != 0 && end->eods_seen == end->eods_expected;
+}

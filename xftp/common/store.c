@@ -1,0 +1,206 @@
+/* The store: canonical paths, and the operations every backend shares, dispatched through
+ * the backend's table (store_dir.c, store_stripe.c). */
+#include "store.h"
+#include "store_int.h"
+
+#include <dragstrip/error.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int store_openat2(int dirfd, const char *path, int flags, unsigned mode)
+{
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .mode = flags & O_CREAT ? mode : 0,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd;
+
+        /* EAGAIN: a rename anywhere in the system raced a ".." in the walk (a symbolic link
+         * such as ../f) and the kernel could not prove it stayed beneath; it asks for a
+         * retry, which a loaded machine needs now and then. */
+        for (int tries = 0;; tries++) {
+                fd = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
+                if (fd >= 0 || (errno != EINTR && (errno != EAGAIN || tries >= 1000)))
+                        break;
+        }
+        return fd < 0 ? -errno : (int)fd;
+}
+
+const char *store_split(const char *path, char *parent, size_t len)
+{
+        const char *slash = strrchr(path, '/');
+        size_t n = slash ? (size_t)(slash - path) : 0;
+
+        if (len == 0)
+                return slash ? slash + 1 : path;
+        if (n >= len)
+                n = len - 1;
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+        return slash ? slash + 1 : path;
+}
+
+bool store_own_name(const char *name)
+{
+        return strncmp(name, DS_STORE_OWN_PREFIX, strlen(DS_STORE_OWN_PREFIX)) == 0;
+}
+
+/* Appends one component to out (length *used), folding "." and "..". */
+static int path_push(char *out, size_t len, size_t *used, const char *part, size_t n)
+{
+        if (n == 0 || (n == 1 && part[0] == '.'))
+                return 0;
+        if (n == 2 && part[0] == '.' && part[1] == '.') {
+                char *slash = memrchr(out, '/', *used);
+                *used = slash ? (size_t)(slash - out) : 0;
+                out[*used] = '\0';
+                return 0;
+        }
+        size_t need = *used + (*used ? 1 : 0) + n;
+        if (need + 1 > len)
+                return -ENAMETOOLONG;
+        if (*used)
+                out[(*used)++] = '/';
+        memcpy(out + *used, part, n);
+        *used = need;
+        out[*used] = '\0';
+        return 0;
+}
+
+static int path_append(char *out, size_t len, size_t *used, const char *text)
+{
+        while (*text) {
+                const char *end = strchrnul(text, '/');
+                int rc = path_push(out, len, used, text, (size_t)(end - text));
+                if (rc < 0)
+                        return rc;
+                text = *end ? end + 1 : end;
+        }
+        return 0;
+}
+
+int ds_store_path(const char *cwd, const char *arg, char *out, size_t len)
+{
+        size_t used = 0;
+
+        if (len == 0)
+                return -ENAMETOOLONG;
+        out[0] = '\0';
+        for (const unsigned char *p = (const unsigned char *)arg; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return -EINVAL;
+        int rc = arg[0] == '/' ? 0 : path_append(out, len, &used, cwd);
+        if (rc == 0)
+                rc = path_append(out, len, &used, arg);
+        if (rc < 0)
+                return rc;
+        for (const char *part = out; *part; part = strchrnul(part, '/'), part += *part == '/')
+                if (store_own_name(part))
+                        return -EPERM;
+        return 0;
+}
+
+int ds_store_open(struct ds_store **out, const char *roots, unsigned flags, struct ds_error *err)
+{
+        return strchr(roots, ',') ? store_stripe_open(out, roots, err)
+                                  : store_dir_open(out, roots, flags, err);
+}
+
+void ds_store_close(struct ds_store *store)
+{
+        if (store)
+                store->ops->close(store);
+}
+
+unsigned ds_store_width(const struct ds_store *store)
+{
+        return store->width;
+}
+
+int ds_store_stat(struct ds_store *store, const char *path, struct ds_store_stat *st)
+{
+        return store->ops->stat(store, path, st);
+}
+
+int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx)
+{
+        return store->ops->list(store, path, fn, ctx);
+}
+
+int ds_store_mkdir(struct ds_store *store, const char *path)
+{
+        return *path ? store->ops->mkdir(store, path) : -EEXIST;
+}
+
+int ds_store_rmdir(struct ds_store *store, const char *path)
+{
+        return *path ? store->ops->rmdir(store, path) : -EBUSY;
+}
+
+int ds_store_unlink(struct ds_store *store, const char *path)
+{
+        return *path ? store->ops->unlink(store, path) : -EISDIR;
+}
+
+int ds_store_rename(struct ds_store *store, const char *from, const char *to)
+{
+        if (!*from || !*to)
+                return -EBUSY;
+        return store->ops->rename(store, from, to);
+}
+
+int ds_store_open_read(struct ds_store *store, const char *path, struct ds_store_file **out)
+{
+        return store->ops->open_read(store, path, out);
+}
+
+int ds_store_create(struct ds_store *store, const char *path, const struct ds_store_upload *how,
+                    struct ds_store_file **out)
+{
+        if (!*path)
+                return -EISDIR;
+        return store->ops->create(store, path, how, out);
+}
+
+uint64_t ds_store_upload_start(const struct ds_store_file *file)
+{
+        return file->start;
+}
+
+void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end)
+{
+        if (file->store->ops->prefix)
+                file->store->ops->prefix(file, prefix_end);
+}
+
+int ds_store_commit(struct ds_store_file *file)
+{
+        return file->store->ops->commit(file);
+}
+
+void ds_store_file_close(struct ds_store_file *file, bool keep)
+{
+        if (file)
+                file->store->ops->file_close(file, keep);
+}
+
+struct ds_xfile *ds_store_xfile(struct ds_store_file *file)
+{
+        return &file->xfile;
+}
+
+int ds_store_partial_size(struct ds_store *store, const char *user, const char *path,
+                          uint64_t *size)
+{
+        if (!store->ops->partial_size || !*path)
+                return -ENOENT;
+        return store->ops->partial_size(store, user, path, size);
+}

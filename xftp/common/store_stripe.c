@@ -1,0 +1,426 @@
+/* The striped store: the same tree of directories under every root (one root per disk),
+ * and each file a striped file (stripe.h) whose members sit at the same path under each
+ * root. Directories are resolved beneath every root with openat2 and handed to stripe's
+ * engine as /proc/self/fd/N, so its own path walks stay confined too. Uploads go through
+ * the engine's own temporary names and commit; an interrupted one is discarded. */
+#include "store_int.h"
+
+#include <dragstrip/error.h>
+#include <dragstrip/stripe.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct stripe_store {
+        struct ds_store base;
+        int root_fds[DS_STRIPE_MAX_WIDTH];
+};
+
+/* One directory of the tree, open beneath every root. */
+struct stripe_dir {
+        unsigned n;
+        int fds[DS_STRIPE_MAX_WIDTH];
+        char names[DS_STRIPE_MAX_WIDTH][32];
+        const char *dirs[DS_STRIPE_MAX_WIDTH];
+};
+
+struct stripe_file {
+        struct ds_store_file base;
+        struct ds_stripe *stripe;
+        struct stripe_dir dir; /* the engine names members through these until close */
+        uint64_t size;
+        bool committed;
+};
+
+static void dir_close(struct stripe_dir *dir)
+{
+        for (unsigned i = 0; i < dir->n; i++)
+                close(dir->fds[i]);
+        dir->n = 0;
+}
+
+/* Opens path (a directory) beneath every root. Returns 0 or a negative errno. */
+static int dir_open(struct ds_store *base, const char *path, struct stripe_dir *dir)
+{
+        struct stripe_store *store = (struct stripe_store *)base;
+
+        dir->n = 0;
+        for (unsigned i = 0; i < base->width; i++) {
+                int fd = store_openat2(store->root_fds[i], path, O_RDONLY | O_DIRECTORY, 0);
+                if (fd < 0) {
+                        dir_close(dir);
+                        return fd;
+                }
+                dir->fds[dir->n++] = fd;
+                snprintf(dir->names[i], sizeof(dir->names[i]), "/proc/self/fd/%d", fd);
+                dir->dirs[i] = dir->names[i];
+        }
+        return 0;
+}
+
+static int parent_open(struct ds_store *store, const char *path, struct stripe_dir *dir,
+                       const char **leaf)
+{
+        char parent[DS_STORE_PATH_MAX];
+
+        *leaf = store_split(path, parent, sizeof(parent));
+        if (ds_stripe_name_check(*leaf, NULL) < 0)
+                return -EINVAL;
+        return dir_open(store, parent, dir);
+}
+
+/* Size and time of the striped file leaf in dir. */
+static int file_stat(struct stripe_dir *dir, const char *leaf, struct ds_store_stat *st)
+{
+        struct ds_stripe *stripe;
+        struct ds_stripe_info info;
+        struct stat sb;
+        struct ds_stripe_options opts = {.flags = DS_STRIPE_NO_DIRECT};
+
+        if (fstatat(dir->fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (!S_ISREG(sb.st_mode))
+                return S_ISDIR(sb.st_mode) ? -EISDIR : -ENOENT;
+        int rc = ds_stripe_open(&stripe, dir->dirs, dir->n, leaf, &opts, NULL);
+        if (rc < 0)
+                return rc;
+        ds_stripe_stat(stripe, &info);
+        ds_stripe_close(stripe, NULL);
+        *st = (struct ds_store_stat){
+            .size = info.size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
+        return 0;
+}
+
+static int dir_stat_one(int fd, struct ds_store_stat *st)
+{
+        struct stat sb;
+
+        if (fstat(fd, &sb) < 0)
+                return -errno;
+        *st = (struct ds_store_stat){
+            .dir = true, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
+        return 0;
+}
+
+static int sstat(struct ds_store *store, const char *path, struct ds_store_stat *st)
+{
+        struct stripe_dir dir;
+        const char *leaf;
+
+        if (dir_open(store, path, &dir) == 0) {
+                int rc = dir_stat_one(dir.fds[0], st);
+                dir_close(&dir);
+                return rc;
+        }
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc == -EINVAL ? -ENOENT : rc;
+        rc = file_stat(&dir, leaf, st);
+        dir_close(&dir);
+        return rc;
+}
+
+struct list_ctx {
+        struct stripe_dir *dir;
+        ds_store_list_fn fn;
+        void *ctx;
+};
+
+static int list_file(const char *name, const struct ds_stripe_info *info, const char *problem,
+                     void *arg)
+{
+        struct list_ctx *l = arg;
+        struct stat sb;
+
+        if (problem || store_own_name(name) || fstatat(l->dir->fds[0], name, &sb, 0) < 0)
+                return 0;
+        struct ds_store_stat st = {
+            .size = info->size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
+        return l->fn(name, &st, l->ctx);
+}
+
+static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx)
+{
+        struct stripe_dir dir;
+        int rc = dir_open(store, path, &dir);
+        if (rc < 0)
+                return rc;
+        /* Subdirectories from the first root, then the striped files. */
+        int fd = dup(dir.fds[0]);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                rc = -errno;
+                if (fd >= 0)
+                        close(fd);
+        }
+        struct dirent *entry;
+        while (rc == 0 && d && (entry = readdir(d))) {
+                struct ds_store_stat st;
+                struct stat sb;
+                const char *name = entry->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || store_own_name(name) ||
+                    fstatat(dir.fds[0], name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
+                        continue;
+                st = (struct ds_store_stat){
+                    .dir = true, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
+                rc = fn(name, &st, ctx);
+        }
+        if (d)
+                closedir(d);
+        struct list_ctx l = {.dir = &dir, .fn = fn, .ctx = ctx};
+        if (rc == 0)
+                rc = ds_stripe_list(dir.dirs, dir.n, list_file, &l, NULL);
+        dir_close(&dir);
+        return rc;
+}
+
+/* Runs op on leaf in every root's parent directory; mkdir undoes itself on failure. */
+static int each_root(struct ds_store *store, const char *path, int (*op)(int fd, const char *leaf),
+                     int (*undo)(int fd, const char *leaf))
+{
+        struct stripe_dir dir;
+        const char *leaf;
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc;
+        unsigned done = 0;
+        while (rc == 0 && done < dir.n) {
+                rc = op(dir.fds[done], leaf);
+                done += rc == 0;
+        }
+        while (rc < 0 && undo && done > 0)
+                undo(dir.fds[--done], leaf);
+        dir_close(&dir);
+        return rc;
+}
+
+static int op_mkdir(int fd, const char *leaf)
+{
+        return mkdirat(fd, leaf, 0755) < 0 ? -errno : 0;
+}
+
+static int op_rmdir(int fd, const char *leaf)
+{
+        return unlinkat(fd, leaf, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int smkdir(struct ds_store *store, const char *path)
+{
+        return each_root(store, path, op_mkdir, op_rmdir);
+}
+
+static int srmdir(struct ds_store *store, const char *path)
+{
+        return each_root(store, path, op_rmdir, NULL);
+}
+
+static int sunlink(struct ds_store *store, const char *path)
+{
+        struct stripe_dir dir;
+        const char *leaf;
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc;
+        struct stat sb;
+        if (fstatat(dir.fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+                rc = -EISDIR;
+        else
+                rc = ds_stripe_unlink(dir.dirs, dir.n, leaf, NULL);
+        dir_close(&dir);
+        return rc < 0 ? rc : 0;
+}
+
+static int srename(struct ds_store *store, const char *from, const char *to)
+{
+        struct stripe_dir src, dst;
+        const char *from_leaf, *to_leaf;
+        struct stat sb;
+        int rc = parent_open(store, from, &src, &from_leaf);
+        if (rc < 0)
+                return rc;
+        rc = parent_open(store, to, &dst, &to_leaf);
+        if (rc < 0) {
+                dir_close(&src);
+                return rc;
+        }
+        if (fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+                rc = -EEXIST;
+        /* Member by member: each rename is atomic, and a failure part-way is undone. */
+        unsigned done = 0;
+        while (rc == 0 && done < src.n) {
+                rc = renameat(src.fds[done], from_leaf, dst.fds[done], to_leaf) < 0 ? -errno : 0;
+                done += rc == 0;
+        }
+        while (rc < 0 && done > 0) {
+                done--;
+                renameat(dst.fds[done], to_leaf, src.fds[done], from_leaf);
+        }
+        dir_close(&src);
+        dir_close(&dst);
+        return rc;
+}
+
+static struct ds_stripe *stripe_of(struct ds_xfile *xfile)
+{
+        return ((struct stripe_file *)xfile->impl)->stripe;
+}
+
+static ssize_t sx_read_at(struct ds_xfile *xfile, void *buf, size_t len, uint64_t offset)
+{
+        size_t done = 0;
+        int rc = ds_stripe_pread(stripe_of(xfile), buf, len, offset, &done, NULL);
+        return rc < 0 ? rc : (ssize_t)done;
+}
+
+static int sx_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+{
+        struct stripe_file *file = xfile->impl;
+        int rc = ds_stripe_pwrite(file->stripe, buf, len, offset, NULL);
+        if (rc == 0 && offset + len > file->size)
+                file->size = offset + len;
+        return rc;
+}
+
+static int sx_size(struct ds_xfile *xfile, uint64_t *size)
+{
+        *size = ((struct stripe_file *)xfile->impl)->size;
+        return 0;
+}
+
+static int sx_sync(struct ds_xfile *xfile)
+{
+        return ds_stripe_fsync(stripe_of(xfile), NULL);
+}
+
+static const struct ds_xfile_ops stripe_xfile_ops = {
+    .read_at = sx_read_at, .write_at = sx_write_at, .size = sx_size, .sync = sx_sync};
+
+/* Opens (create false) or creates the striped file path, its directories kept open
+ * with it. */
+static int file_open(struct ds_store *store, const char *path, bool create,
+                     struct ds_store_file **out)
+{
+        struct stripe_dir dir;
+        struct stat sb;
+        const char *leaf;
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc == -EINVAL && !create ? -ENOENT : rc;
+        if (fstatat(dir.fds[0], leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+                rc = -EISDIR;
+        struct stripe_file *file = rc == 0 ? calloc(1, sizeof(*file)) : NULL;
+        if (rc == 0 && !file)
+                rc = -ENOMEM;
+        if (rc == 0) {
+                struct ds_stripe_options opts = {.flags = DS_STRIPE_WRITE | DS_STRIPE_REPLACE};
+                rc = create ? ds_stripe_create(&file->stripe, dir.dirs, dir.n, leaf, &opts, NULL)
+                            : ds_stripe_open(&file->stripe, dir.dirs, dir.n, leaf, NULL, NULL);
+        }
+        if (rc < 0) {
+                free(file);
+                dir_close(&dir);
+                return rc;
+        }
+        /* The engine names members by path through these directories until close. */
+        file->dir = dir;
+        for (unsigned i = 0; i < dir.n; i++)
+                file->dir.dirs[i] = file->dir.names[i];
+        struct ds_stripe_info info;
+        ds_stripe_stat(file->stripe, &info);
+        file->size = info.size;
+        file->base.store = store;
+        file->base.xfile =
+            (struct ds_xfile){.ops = &stripe_xfile_ops, .impl = file, .fd = -1, .direct_fd = -1};
+        *out = &file->base;
+        return 0;
+}
+
+static int sopen_read(struct ds_store *store, const char *path, struct ds_store_file **out)
+{
+        return file_open(store, path, false, out);
+}
+
+static int screate(struct ds_store *store, const char *path, const struct ds_store_upload *how,
+                   struct ds_store_file **out)
+{
+        if (how->offset || how->append)
+                return -EOPNOTSUPP;
+        return file_open(store, path, true, out);
+}
+
+static int scommit(struct ds_store_file *base)
+{
+        struct stripe_file *file = (struct stripe_file *)base;
+        int rc = ds_stripe_commit(file->stripe, NULL);
+
+        file->committed = rc == 0;
+        return rc;
+}
+
+static void sfile_close(struct ds_store_file *base, bool keep)
+{
+        struct stripe_file *file = (struct stripe_file *)base;
+
+        (void)keep; /* an uncommitted striped upload is always discarded */
+        ds_stripe_close(file->stripe, NULL);
+        dir_close(&file->dir);
+        free(file);
+}
+
+static void sclose(struct ds_store *base)
+{
+        struct stripe_store *store = (struct stripe_store *)base;
+
+        for (unsigned i = 0; i < base->width; i++)
+                close(store->root_fds[i]);
+        free(store);
+}
+
+static const struct ds_store_ops stripe_ops = {
+    .close = sclose,
+    .stat = sstat,
+    .list = slist,
+    .mkdir = smkdir,
+    .rmdir = srmdir,
+    .unlink = sunlink,
+    .rename = srename,
+    .open_read = sopen_read,
+    .create = screate,
+    .commit = scommit,
+    .file_close = sfile_close,
+};
+
+int store_stripe_open(struct ds_store **out, const char *roots, struct ds_error *err)
+{
+        char **dirs;
+        unsigned n;
+        int rc = ds_stripe_dirs_parse(roots, &dirs, &n, err);
+        if (rc < 0)
+                return rc;
+        struct stripe_store *store = calloc(1, sizeof(*store));
+        if (!store) {
+                free(dirs);
+                return ds_fail(err, -ENOMEM, "store");
+        }
+        store->base.ops = &stripe_ops;
+        for (unsigned i = 0; i < n && rc == 0; i++) {
+                store->root_fds[i] = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (store->root_fds[i] < 0)
+                        rc = ds_fail(err, -errno, "--root %s", dirs[i]);
+                else
+                        store->base.width++;
+        }
+        free(dirs);
+        if (rc < 0) {
+                sclose(&store->base);
+                return rc;
+        }
+        *out = &store->base;
+        return 0;
+}

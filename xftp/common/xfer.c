@@ -1,0 +1,753 @@
+/* The transfer pipeline. One disk thread (the caller's) and one network thread per data
+ * connection hand pool buffers to each other by reference; a mutex and a condition
+ * variable guard the hand-over, once per block of megabytes, so their cost is nothing
+ * beside the data's. Network waits are blocking calls cut into 100 ms slices
+ * (SO_SNDTIMEO/SO_RCVTIMEO) so that a stop, an idle deadline or a failure elsewhere in the
+ * pipeline is seen promptly without a poll() per buffer. */
+#include "xfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/live.h>
+#include <dragstrip/pool.h>
+
+#include "modee.h"
+
+#define SLICE_MS      100
+#define DEFAULT_DEPTH 4u
+#define ISLANDS_MAX   1024u /* MODE E: written ranges not yet joined to the prefix */
+
+struct piece {
+        void *buf;
+        size_t len;
+        uint64_t offset;
+        bool end; /* sending: no more pieces for this connection */
+};
+
+/* A bounded queue of pieces, guarded by the pipeline's lock. */
+struct queue {
+        struct piece *items;
+        unsigned cap, head, count;
+};
+
+struct pipeline {
+        const struct ds_xfer_opts *opts;
+        enum ds_xfer_mode mode;
+        struct ds_xfile *file;
+        const int *socks;
+        unsigned n;
+        size_t block;
+        struct ds_pool *pool;
+        struct ds_live_segment *live;
+
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        void **free_bufs; /* a stack of buffers no one holds */
+        unsigned free_count;
+        struct queue to_net[DS_MODEE_MAX_STREAMS]; /* sending: one queue per connection */
+        struct queue to_disk;                      /* receiving: one for all connections */
+        unsigned net_running;                      /* receiving: threads still reading */
+        struct ds_modee_end end;
+        int failed; /* first negative errno, with its message in err */
+        struct ds_error err;
+        _Atomic uint64_t last_progress_ns;
+};
+
+struct net_thread {
+        struct pipeline *pl;
+        unsigned index;
+        pthread_t thread;
+};
+
+static bool queue_push(struct queue *q, struct piece piece)
+{
+        if (q->count == q->cap)
+                return false;
+        q->items[(q->head + q->count++) % q->cap] = piece;
+        return true;
+}
+
+static struct piece queue_pop(struct queue *q)
+{
+        struct piece piece = q->items[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->count--;
+        return piece;
+}
+
+/* Records the first failure and wakes everyone; returns rc. Called with the lock held. */
+static int fail_locked(struct pipeline *pl, int rc, const struct ds_error *err)
+{
+        if (pl->failed == 0) {
+                pl->failed = rc;
+                pl->err = *err;
+        }
+        pthread_cond_broadcast(&pl->changed);
+        return rc;
+}
+
+static int fail(struct pipeline *pl, int rc, const struct ds_error *err)
+{
+        pthread_mutex_lock(&pl->lock);
+        fail_locked(pl, rc, err);
+        pthread_mutex_unlock(&pl->lock);
+        return rc;
+}
+
+static bool failed(struct pipeline *pl)
+{
+        pthread_mutex_lock(&pl->lock);
+        bool f = pl->failed != 0;
+        pthread_mutex_unlock(&pl->lock);
+        return f;
+}
+
+static void progress(struct pipeline *pl, size_t bytes)
+{
+        atomic_store_explicit(&pl->last_progress_ns, ds_now_ns(), memory_order_relaxed);
+        if (pl->live && bytes)
+                ds_live_add(pl->live, 1, bytes);
+}
+
+/* After a slice passed with nothing moved: 0 to keep waiting, or why to give up. */
+static int check_wait(struct pipeline *pl, struct ds_error *err)
+{
+        const struct ds_xfer_opts *o = pl->opts;
+
+        if (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed))
+                return ds_fail(err, -EINTR, "transfer stopped");
+        if (failed(pl))
+                return -ECANCELED;
+        uint64_t last = atomic_load_explicit(&pl->last_progress_ns, memory_order_relaxed);
+        if (o->idle_ms > 0 && ds_now_ns() - last > (uint64_t)o->idle_ms * 1000000u)
+                return ds_fail(err, 0, "no data moved for %d ms", o->idle_ms), -ETIMEDOUT;
+        return 0;
+}
+
+/* Waits on the condition variable for one slice (so stop and idle are looked at). */
+static int wait_locked(struct pipeline *pl, struct ds_error *err)
+{
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SLICE_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&pl->changed, &pl->lock, &until);
+        if (pl->failed)
+                return -ECANCELED;
+        pthread_mutex_unlock(&pl->lock);
+        int rc = check_wait(pl, err);
+        pthread_mutex_lock(&pl->lock);
+        return rc;
+}
+
+static void *take_free(struct pipeline *pl, struct ds_error *err, int *rc)
+{
+        void *buf = NULL;
+
+        pthread_mutex_lock(&pl->lock);
+        while (pl->free_count == 0 && (*rc = wait_locked(pl, err)) == 0)
+                ;
+        if (pl->free_count > 0 && pl->failed == 0) {
+                buf = pl->free_bufs[--pl->free_count];
+                *rc = 0;
+        } else if (*rc == 0) {
+                *rc = -ECANCELED;
+        }
+        pthread_mutex_unlock(&pl->lock);
+        return buf;
+}
+
+static void give_free(struct pipeline *pl, void *buf)
+{
+        pthread_mutex_lock(&pl->lock);
+        pl->free_bufs[pl->free_count++] = buf;
+        pthread_cond_broadcast(&pl->changed);
+        pthread_mutex_unlock(&pl->lock);
+}
+
+static int push_piece(struct pipeline *pl, struct queue *q, struct piece piece,
+                      struct ds_error *err)
+{
+        int rc = 0;
+
+        pthread_mutex_lock(&pl->lock);
+        while (!queue_push(q, piece) && (rc = wait_locked(pl, err)) == 0)
+                ;
+        if (rc == 0 && pl->failed)
+                rc = -ECANCELED;
+        pthread_cond_broadcast(&pl->changed);
+        pthread_mutex_unlock(&pl->lock);
+        return rc;
+}
+
+/* Pops a piece. With until_done (the disk side of receiving) the queue is drained even
+ * after a failure, and -ENODATA says it is empty with no network thread left to fill it. */
+static int pop_piece(struct pipeline *pl, struct queue *q, bool until_done, struct piece *piece,
+                     struct ds_error *err)
+{
+        int rc = 0;
+
+        pthread_mutex_lock(&pl->lock);
+        while (q->count == 0 && !(until_done && pl->net_running == 0) &&
+               (rc = wait_locked(pl, err)) == 0)
+                ;
+        if (until_done && q->count > 0)
+                rc = 0; /* what arrived before a failure is still written: more to resume from */
+        if (rc == 0 && pl->failed && !(until_done && q->count > 0))
+                rc = -ECANCELED;
+        else if (rc == 0 && q->count == 0)
+                rc = -ENODATA;
+        else if (rc == 0)
+                *piece = queue_pop(q);
+        pthread_cond_broadcast(&pl->changed);
+        pthread_mutex_unlock(&pl->lock);
+        return rc;
+}
+
+/* Sends every byte of iov[0..cnt-1]. */
+static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, struct ds_error *err)
+{
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+
+        while (msg.msg_iovlen > 0) {
+                ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+                if (sent < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                return ds_fail(err, -errno, "data send");
+                        int rc = check_wait(pl, err);
+                        if (rc < 0)
+                                return rc;
+                        continue;
+                }
+                progress(pl, 0);
+                size_t left = (size_t)sent;
+                while (msg.msg_iovlen > 0 && left >= msg.msg_iov->iov_len) {
+                        left -= msg.msg_iov->iov_len;
+                        msg.msg_iov++;
+                        msg.msg_iovlen--;
+                }
+                if (msg.msg_iovlen > 0) {
+                        msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + left;
+                        msg.msg_iov->iov_len -= left;
+                }
+        }
+        return 0;
+}
+
+/* Reads exactly len bytes; *got says how many came before the peer closed (then the
+ * return is -EPIPE, or 0 when nothing came and eof_ok). */
+static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eof_ok, size_t *got,
+                     struct ds_error *err)
+{
+        size_t done = 0;
+
+        while (done < len) {
+                ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_WAITALL);
+                if (n > 0) {
+                        done += (size_t)n;
+                        progress(pl, 0);
+                        continue;
+                }
+                if (n == 0) {
+                        *got = done;
+                        if (done == 0 && eof_ok)
+                                return 0;
+                        return ds_fail(err, 0, "data connection closed early"), -EPIPE;
+                }
+                if (errno != EAGAIN && errno != EINTR)
+                        return ds_fail(err, -errno, "data receive");
+                int rc = check_wait(pl, err);
+                if (rc < 0)
+                        return rc;
+        }
+        *got = done;
+        return 0;
+}
+
+static void *send_thread(void *arg)
+{
+        struct net_thread *t = arg;
+        struct pipeline *pl = t->pl;
+        int fd = pl->socks[t->index];
+        struct ds_error err = {{0}};
+        int rc = 0;
+
+        for (;;) {
+                struct piece piece = {0};
+                rc = pop_piece(pl, &pl->to_net[t->index], false, &piece, &err);
+                if (rc < 0)
+                        break;
+                uint8_t header[DS_MODEE_HEADER];
+                struct iovec iov[2];
+                int cnt = 0;
+                if (pl->mode == DS_XFER_BLOCKS) {
+                        struct ds_modee_block block = {.count = piece.len, .offset = piece.offset};
+                        if (piece.end) {
+                                block.desc = DS_MODEE_EOD;
+                                block.count = 0;
+                                block.offset = 0;
+                                if (t->index == 0) {
+                                        block.desc |= DS_MODEE_EOF;
+                                        block.offset = pl->n;
+                                }
+                        }
+                        ds_modee_encode(&block, header);
+                        iov[cnt++] = (struct iovec){header, sizeof(header)};
+                }
+                if (!piece.end)
+                        iov[cnt++] = (struct iovec){piece.buf, piece.len};
+                rc = cnt > 0 ? send_all(pl, fd, iov, cnt, &err) : 0;
+                if (!piece.end) {
+                        give_free(pl, piece.buf);
+                        if (rc == 0)
+                                progress(pl, piece.len);
+                }
+                if (rc < 0 || piece.end)
+                        break;
+        }
+        if (rc < 0 && rc != -ECANCELED)
+                fail(pl, rc, &err);
+        return NULL;
+}
+
+/* MODE E: one block's payload, read in pieces of at most a buffer each. */
+static int recv_payload(struct pipeline *pl, int fd, const struct ds_modee_block *block,
+                        struct ds_error *err)
+{
+        uint64_t done = 0;
+
+        while (done < block->count) {
+                int rc;
+                void *buf = take_free(pl, err, &rc);
+                if (!buf)
+                        return rc;
+                size_t len =
+                    block->count - done < pl->block ? (size_t)(block->count - done) : pl->block;
+                size_t got;
+                rc = recv_full(pl, fd, buf, len, false, &got, err);
+                if (rc == 0)
+                        rc = push_piece(pl, &pl->to_disk,
+                                        (struct piece){buf, len, block->offset + done, false}, err);
+                if (rc < 0) {
+                        give_free(pl, buf);
+                        return rc;
+                }
+                done += len;
+        }
+        return 0;
+}
+
+static int recv_blocks(struct pipeline *pl, int fd, struct ds_error *err)
+{
+        uint64_t limit = pl->opts->limit;
+
+        for (;;) {
+                uint8_t header[DS_MODEE_HEADER];
+                struct ds_modee_block block;
+                size_t got;
+                int rc = recv_full(pl, fd, header, sizeof(header), false, &got, err);
+                if (rc < 0)
+                        return rc;
+                rc = ds_modee_decode(header, limit, &block);
+                if (rc == 0 && !(block.desc & DS_MODEE_EOF) && block.count > 0 &&
+                    block.offset < pl->opts->offset)
+                        rc = -EPROTO;
+                if (rc < 0)
+                        return ds_fail(err, 0,
+                                       rc == -EFBIG ? "block %llu+%llu beyond the limit %llu"
+                                                    : "malformed block header %llu+%llu (%llu)",
+                                       (unsigned long long)block.offset,
+                                       (unsigned long long)block.count, (unsigned long long)limit),
+                               rc;
+                if (!(block.desc & DS_MODEE_EOF) && block.count > 0) {
+                        rc = recv_payload(pl, fd, &block, err);
+                        if (rc < 0)
+                                return rc;
+                }
+                pthread_mutex_lock(&pl->lock);
+                rc = ds_modee_end_note(&pl->end, &block);
+                if (rc == 0 && pl->end.eods_expected > pl->n)
+                        rc = -EPROTO;
+                pthread_mutex_unlock(&pl->lock);
+                if (rc < 0)
+                        return ds_fail(err, 0, "EOF/EOD blocks do not add up"), rc;
+                if (block.desc & DS_MODEE_EOD)
+                        return 0;
+        }
+}
+
+static int recv_stream(struct pipeline *pl, int fd, struct ds_error *err)
+{
+        uint64_t offset = pl->opts->offset;
+        uint64_t end =
+            pl->opts->length > UINT64_MAX - offset ? UINT64_MAX : offset + pl->opts->length;
+        if (end > pl->opts->limit)
+                end = pl->opts->limit;
+
+        for (;;) {
+                int rc;
+                void *buf = take_free(pl, err, &rc);
+                if (!buf)
+                        return rc;
+                size_t got = 0;
+                rc = recv_full(pl, fd, buf, pl->block, true, &got, err);
+                if (rc == -EPIPE)
+                        rc = 0; /* in MODE S the close is the end */
+                if (rc == 0 && got > end - offset) {
+                        ds_fail(err, 0, "data past offset %llu, the end allowed",
+                                (unsigned long long)end);
+                        rc = -EFBIG;
+                }
+                if (rc == 0 && got > 0)
+                        rc = push_piece(pl, &pl->to_disk, (struct piece){buf, got, offset, false},
+                                        err);
+                if (rc < 0 || got == 0) {
+                        give_free(pl, buf);
+                        return rc;
+                }
+                offset += got;
+                if (got < pl->block)
+                        return 0;
+        }
+}
+
+static void *recv_thread(void *arg)
+{
+        struct net_thread *t = arg;
+        struct pipeline *pl = t->pl;
+        struct ds_error err = {{0}};
+        int fd = pl->socks[t->index];
+
+        int rc = pl->mode == DS_XFER_BLOCKS ? recv_blocks(pl, fd, &err) : recv_stream(pl, fd, &err);
+        pthread_mutex_lock(&pl->lock);
+        if (rc < 0 && rc != -ECANCELED)
+                fail_locked(pl, rc, &err);
+        pl->net_running--;
+        pthread_cond_broadcast(&pl->changed);
+        pthread_mutex_unlock(&pl->lock);
+        return NULL;
+}
+
+/* Sets the 100 ms slices on a data socket. */
+static int set_slices(int fd)
+{
+        struct timeval slice = {.tv_sec = 0, .tv_usec = SLICE_MS * 1000};
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)) < 0)
+                return -errno;
+        return 0;
+}
+
+static void pipeline_free(struct pipeline *pl)
+{
+        for (unsigned i = 0; i < DS_MODEE_MAX_STREAMS; i++)
+                free(pl->to_net[i].items);
+        free(pl->to_disk.items);
+        free(pl->free_bufs);
+        ds_pool_destroy(pl->pool);
+        pthread_cond_destroy(&pl->changed);
+        pthread_mutex_destroy(&pl->lock);
+}
+
+static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
+                         const int *socks, unsigned n, const struct ds_xfer_opts *opts,
+                         struct ds_error *err)
+{
+        unsigned depth = opts->depth ? opts->depth : DEFAULT_DEPTH;
+
+        *pl = (struct pipeline){.opts = opts,
+                                .mode = mode,
+                                .file = file,
+                                .socks = socks,
+                                .n = n,
+                                .block = opts->block ? opts->block : DS_XFER_BLOCK,
+                                .live = opts->live};
+        if (n < 1 || n > DS_MODEE_MAX_STREAMS || (mode == DS_XFER_STREAM && n != 1))
+                return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
+                               mode == DS_XFER_STREAM ? 'S' : 'E');
+        if (depth < n)
+                depth = n; /* every connection keeps a buffer */
+        for (unsigned i = 0; i < n; i++) {
+                int rc = set_slices(socks[i]);
+                if (rc < 0)
+                        return ds_fail(err, rc, "data socket timeouts");
+        }
+        pthread_mutex_init(&pl->lock, NULL);
+        pthread_cond_init(&pl->changed, NULL);
+        int rc = ds_pool_create(&pl->pool, pl->block, depth, 0, err);
+        if (rc < 0) {
+                pipeline_free(pl);
+                return rc;
+        }
+        pl->free_bufs = calloc(depth, sizeof(void *));
+        pl->to_disk = (struct queue){.items = calloc(depth, sizeof(struct piece)), .cap = depth};
+        bool ok = pl->free_bufs && pl->to_disk.items;
+        for (unsigned i = 0; i < n; i++) {
+                /* room for every buffer and the end marker */
+                pl->to_net[i] = (struct queue){.items = calloc(depth + 1, sizeof(struct piece)),
+                                               .cap = depth + 1};
+                ok = ok && pl->to_net[i].items;
+        }
+        if (!ok) {
+                pipeline_free(pl);
+                return ds_fail(err, -ENOMEM, "pipeline queues");
+        }
+        for (unsigned i = 0; i < depth; i++)
+                pl->free_bufs[pl->free_count++] = ds_pool_buf(pl->pool, i);
+        atomic_store(&pl->last_progress_ns, ds_now_ns());
+        return 0;
+}
+
+static int start_threads(struct pipeline *pl, struct net_thread *threads, void *(*fn)(void *),
+                         unsigned *started, struct ds_error *err)
+{
+        for (*started = 0; *started < pl->n; (*started)++) {
+                threads[*started] = (struct net_thread){.pl = pl, .index = *started};
+                int rc = pthread_create(&threads[*started].thread, NULL, fn, &threads[*started]);
+                if (rc != 0)
+                        return fail(pl, ds_fail(err, -rc, "data thread"), err);
+        }
+        return 0;
+}
+
+/* Joins the network threads, times the transfer, and returns the pipeline's first failure
+ * (its message in err) or rc. */
+static int finish(struct pipeline *pl, struct net_thread *threads, unsigned started,
+                  uint64_t start_ns, struct ds_xfer_result *result, int rc, struct ds_error *err)
+{
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(threads[i].thread, NULL);
+        result->seconds = ds_seconds_between(start_ns, ds_now_ns());
+        result->mb_per_s = result->seconds > 0 ? (double)result->bytes / result->seconds / 1e6 : 0;
+        if (pl->failed) {
+                *err = pl->err;
+                return pl->failed;
+        }
+        return rc;
+}
+
+/* The disk side of sending: reads the range into buffers, deals them to the connections in
+ * turn, then an end marker to each. */
+static int read_side(struct pipeline *pl, struct ds_xfer_result *result, struct ds_error *err)
+{
+        uint64_t at = pl->opts->offset, left = pl->opts->length;
+        unsigned next = 0;
+        int rc = 0;
+
+        while (left > 0) {
+                void *buf = take_free(pl, err, &rc);
+                if (!buf)
+                        return rc;
+                size_t want = left < pl->block ? (size_t)left : pl->block;
+                ssize_t got = pl->file->ops->read_at(pl->file, buf, want, at);
+                if (got <= 0) {
+                        give_free(pl, buf);
+                        if (got < 0)
+                                return ds_fail(err, (int)got, "read at %llu",
+                                               (unsigned long long)at);
+                        break;
+                }
+                rc = push_piece(pl, &pl->to_net[next], (struct piece){buf, (size_t)got, at, false},
+                                err);
+                if (rc < 0) {
+                        give_free(pl, buf);
+                        return rc;
+                }
+                next = (next + 1) % pl->n;
+                at += (uint64_t)got;
+                left -= (uint64_t)got;
+                result->bytes += (uint64_t)got;
+                result->blocks++;
+                if ((size_t)got < want)
+                        break;
+        }
+        for (unsigned i = 0; i < pl->n && rc == 0; i++)
+                rc = push_piece(pl, &pl->to_net[i], (struct piece){.end = true}, err);
+        return rc;
+}
+
+/* MODE S from a plain descriptor: the kernel moves page-cache pages to the socket, with
+ * no copy into user space. Sending 1 GiB to xftpd it cost the sender 0.14-0.15 s of
+ * system time against 0.26-0.29 s for reads into pool buffers and send(). */
+static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
+                            struct ds_error *err)
+{
+        off_t at = (off_t)pl->opts->offset;
+        uint64_t left = pl->opts->length;
+        int fd = pl->socks[0];
+
+        posix_fadvise(pl->file->fd, at, 0, POSIX_FADV_SEQUENTIAL);
+        result->sendfile = true;
+        while (left > 0) {
+                size_t want = left < pl->block ? (size_t)left : pl->block;
+                ssize_t sent = sendfile(fd, pl->file->fd, &at, want);
+                if (sent == 0)
+                        break; /* the end of the file */
+                if (sent < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                return ds_fail(err, -errno, "sendfile");
+                        int rc = check_wait(pl, err);
+                        if (rc < 0)
+                                return rc;
+                        continue;
+                }
+                progress(pl, (size_t)sent);
+                result->bytes += (uint64_t)sent;
+                result->blocks++;
+                left -= (uint64_t)sent;
+        }
+        return 0;
+}
+
+static int use_sendfile(const struct ds_xfile *file, enum ds_xfer_mode mode,
+                        const struct ds_xfer_opts *opts)
+{
+        return mode == DS_XFER_STREAM && file->fd >= 0 && !(opts->flags & DS_XFER_NO_SENDFILE);
+}
+
+int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err)
+{
+        struct pipeline pl;
+        struct net_thread threads[DS_MODEE_MAX_STREAMS];
+        unsigned started = 0;
+        uint64_t start_ns = ds_now_ns();
+
+        *result = (struct ds_xfer_result){0};
+        int rc = pipeline_init(&pl, file, mode, socks, n, opts, err);
+        if (rc < 0)
+                return rc;
+        if (use_sendfile(file, mode, opts)) {
+                rc = send_by_sendfile(&pl, result, err);
+        } else {
+                rc = start_threads(&pl, threads, send_thread, &started, err);
+                if (rc == 0)
+                        rc = read_side(&pl, result, err);
+                if (rc < 0 && rc != -ECANCELED)
+                        fail(&pl, rc, err);
+        }
+        rc = finish(&pl, threads, started, start_ns, result, rc, err);
+        pipeline_free(&pl);
+        return rc;
+}
+
+/* Ranges written beyond the prefix, kept sorted and joined, so that the prefix can advance
+ * when the piece that closes a gap arrives. */
+struct islands {
+        uint64_t start[ISLANDS_MAX], end[ISLANDS_MAX];
+        unsigned count;
+};
+
+/* Adds [start, end) to the written set and returns the new prefix end, or -EPROTO when the
+ * sender scatters more ranges than ISLANDS_MAX. */
+static int islands_add(struct islands *is, uint64_t *prefix, uint64_t start, uint64_t end)
+{
+        if (end <= *prefix)
+                return 0;
+        unsigned i = 0;
+        while (i < is->count && is->start[i] < start)
+                i++;
+        if (is->count == ISLANDS_MAX)
+                return -EPROTO;
+        memmove(&is->start[i + 1], &is->start[i], (is->count - i) * sizeof(uint64_t));
+        memmove(&is->end[i + 1], &is->end[i], (is->count - i) * sizeof(uint64_t));
+        is->start[i] = start;
+        is->end[i] = end;
+        is->count++;
+        /* Join from the front into the prefix, then neighbours that touch. */
+        unsigned joined = 0;
+        while (joined < is->count && is->start[joined] <= *prefix) {
+                if (is->end[joined] > *prefix)
+                        *prefix = is->end[joined];
+                joined++;
+        }
+        memmove(&is->start[0], &is->start[joined], (is->count - joined) * sizeof(uint64_t));
+        memmove(&is->end[0], &is->end[joined], (is->count - joined) * sizeof(uint64_t));
+        is->count -= joined;
+        return 0;
+}
+
+/* The disk side of receiving: writes each piece at its offset until every network thread
+ * is done. */
+static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_result *result,
+                      struct ds_error *err)
+{
+        const struct ds_xfer_opts *o = pl->opts;
+
+        result->prefix_end = o->offset;
+        for (;;) {
+                struct piece piece = {0};
+                int rc = pop_piece(pl, &pl->to_disk, true, &piece, err);
+                if (rc == -ENODATA)
+                        return 0;
+                if (rc < 0)
+                        return rc;
+                rc = pl->file->ops->write_at(pl->file, piece.buf, piece.len, piece.offset);
+                give_free(pl, piece.buf);
+                if (rc < 0)
+                        return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
+                progress(pl, piece.len);
+                result->bytes += piece.len;
+                result->blocks++;
+                uint64_t before = result->prefix_end;
+                if (islands_add(is, &result->prefix_end, piece.offset, piece.offset + piece.len) <
+                    0)
+                        return ds_fail(err, 0, "blocks scattered over more than %u ranges",
+                                       ISLANDS_MAX),
+                               -EPROTO;
+                if (result->prefix_end != before && o->on_prefix)
+                        o->on_prefix(result->prefix_end, o->prefix_ctx);
+        }
+}
+
+int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err)
+{
+        struct pipeline pl;
+        struct net_thread threads[DS_MODEE_MAX_STREAMS];
+        unsigned started = 0;
+        uint64_t start_ns = ds_now_ns();
+
+        *result = (struct ds_xfer_result){.prefix_end = opts->offset};
+        struct islands *is = calloc(1, sizeof(*is));
+        if (!is)
+                return ds_fail(err, -ENOMEM, "receive ranges");
+        int rc = pipeline_init(&pl, file, mode, socks, n, opts, err);
+        if (rc < 0) {
+                free(is);
+                return rc;
+        }
+        pl.net_running = n;
+        rc = start_threads(&pl, threads, recv_thread, &started, err);
+        if (rc < 0) {
+                pthread_mutex_lock(&pl.lock);
+                pl.net_running = started;
+                pthread_mutex_unlock(&pl.lock);
+        }
+        if (rc == 0)
+                rc = write_side(&pl, is, result, err);
+        if (rc < 0 && rc != -ECANCELED)
+                fail(&pl, rc, err);
+        rc = finish(&pl, threads, started, start_ns, result, rc, err);
+        if (rc == 0 && mode == DS_XFER_BLOCKS && !ds_modee_end_done(&pl.end)) {
+                ds_fail(err, 0, "the sender ended without EOF");
+                rc = -EPIPE;
+        }
+        pipeline_free(&pl);
+        free(is);
+        return rc;
+}

@@ -1,0 +1,128 @@
+/* The transfer pipeline: moves a file's bytes between a file and one or more data
+ * connections, MODE S (the plain stream, one connection, the end of the data is the
+ * connection's close) or MODE E (blocks with offsets over 1..16 connections, modee.h).
+ *
+ * Sending, a disk thread reads the file into pool buffers (page-aligned, block bytes each)
+ * and hands them by reference through a queue to the sending threads (one per
+ * connection), which hand them back when sent: the disk and the network overlap and
+ * nothing copies the data in user space. Where the file is a plain
+ * descriptor and MODE S sends, sendfile() may replace the read and the send (it measured
+ * faster: see xfer.c). Receiving is the mirror: receiving threads fill pool buffers, a
+ * disk thread writes each at its offset. Socket buffers are the caller's (ds_data_opts).
+ *
+ * The file is reached through a small table of operations so that a store can supply its
+ * own (stripe/'s striped files); ds_xfile_plain() wraps an ordinary descriptor. */
+#ifndef DS_XFTP_XFER_H
+#define DS_XFTP_XFER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ds_error;
+struct ds_live_segment;
+struct ds_xfile;
+
+#define DS_XFER_BLOCK (4u << 20) /* default bytes per buffer and per MODE E block */
+
+/* What the pipeline needs of a file. The pipeline calls one file's operations from one
+ * thread at a time (its disk thread); buffers are page-aligned and, but for the last piece
+ * of a file, lengths and offsets are multiples of the block size. */
+struct ds_xfile_ops {
+        /* Reads up to len bytes at offset into buf. Returns the bytes read, fewer than len
+         * only at the end of the file (0 at or past it), or a negative errno. */
+        ssize_t (*read_at)(struct ds_xfile *file, void *buf, size_t len, uint64_t offset);
+        /* Writes all len bytes at offset. Returns 0 or a negative errno (-ENOSPC: disk full). */
+        int (*write_at)(struct ds_xfile *file, const void *buf, size_t len, uint64_t offset);
+        /* The file's size now. Returns 0 or a negative errno. */
+        int (*size)(struct ds_xfile *file, uint64_t *size);
+        /* Makes what was written durable (fsync). Returns 0 or a negative errno. */
+        int (*sync)(struct ds_xfile *file);
+};
+
+/* A file as the pipeline sees it. A store fills ops and impl; fd is a plain descriptor of
+ * the same bytes when there is one (then sendfile can serve), else -1. */
+struct ds_xfile {
+        const struct ds_xfile_ops *ops;
+        void *impl;
+        int fd;
+        int direct_fd; /* plain files: an O_DIRECT twin of fd, or -1 (private to xfile.c) */
+};
+
+enum ds_xfile_flags {
+        /* Read and write aligned pieces with O_DIRECT where the file system takes it (a
+         * second descriptor; the tail goes through fd). It paid for writes and not for
+         * reads: the kernel's readahead beat 4 MiB O_DIRECT reads one at a time (xfile.c). */
+        DS_XFILE_DIRECT = 1u << 0,
+};
+
+/* Wraps the plain descriptor fd (the caller keeps owning it: opened with the access it
+ * needs, O_RDONLY to send, O_WRONLY or O_RDWR to receive). With DS_XFILE_DIRECT it also
+ * opens an O_DIRECT descriptor of the same file, silently doing without where refused
+ * (tmpfs). Returns 0 or a negative errno with err filled. */
+int ds_xfile_plain(struct ds_xfile *file, int fd, unsigned flags, struct ds_error *err);
+/* Closes what ds_xfile_plain opened (not fd). */
+void ds_xfile_plain_close(struct ds_xfile *file);
+
+enum ds_xfer_mode {
+        DS_XFER_STREAM, /* MODE S: exactly one connection */
+        DS_XFER_BLOCKS, /* MODE E: 1..DS_MODEE_MAX_STREAMS connections */
+};
+
+enum ds_xfer_flags {
+        DS_XFER_NO_SENDFILE = 1u << 0, /* always read into pool buffers and send() them */
+};
+
+struct ds_xfer_opts {
+        size_t block;      /* bytes per buffer and per MODE E block; 0: DS_XFER_BLOCK */
+        unsigned depth;    /* buffers in flight between disk and network; 0: 4 */
+        uint64_t offset;   /* first byte of the file to move (REST, RANG's start) */
+        uint64_t length;   /* bytes to move from offset; UINT64_MAX: sending, to the end of the
+                            * file; receiving, until the sender ends */
+        uint64_t limit;    /* receiving: no byte at or beyond this offset is accepted (the size
+                            * announced, a size limit); UINT64_MAX: none */
+        int idle_ms;       /* a transfer that moves nothing for this long fails with
+                            * -ETIMEDOUT; 0: no deadline */
+        unsigned flags;    /* enum ds_xfer_flags */
+        atomic_bool *stop; /* may be NULL; when set the transfer ends with -EINTR */
+        struct ds_live_segment *live; /* may be NULL; bytes and blocks are added as they move */
+        /* Receiving, may be NULL: called from the disk thread each time the contiguous range
+         * written from offset grows, with its new end, so a caller can record how far a
+         * MODE E file is whole (the resume point) before the transfer ends. */
+        void (*on_prefix)(uint64_t prefix_end, void *ctx);
+        void *prefix_ctx;
+};
+
+struct ds_xfer_result {
+        uint64_t bytes;      /* file bytes moved (MODE E headers not counted) */
+        uint64_t prefix_end; /* receiving: end of the contiguous range written from offset */
+        uint64_t blocks;     /* buffers (MODE S) or blocks (MODE E) moved */
+        double seconds;      /* from the first byte's wait to the last write or send */
+        double mb_per_s;     /* bytes / seconds / 10^6 */
+        bool sendfile;       /* the data went by sendfile() */
+};
+
+/* Sends the file's range over socks[0..n-1]. MODE S: n is 1 and the caller closes the
+ * socket afterwards (that close is the end of the data). MODE E: the blocks are spread over
+ * the connections in offset order, each connection ends with EOD and the first also
+ * carries the EOF naming n. Returns 0, or a negative errno with err filled (-EINTR on stop,
+ * -ETIMEDOUT idle, -EPIPE/-ECONNRESET the peer went away, a read error of the file); result
+ * is filled either way. */
+int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err);
+
+/* Receives into the file from socks[0..n-1], writing at opts->offset onward (MODE S) or at
+ * each block's offset (MODE E, every block checked against [offset, limit) before a byte of
+ * it is written). MODE S ends when the peer closes; MODE E when the EOF and every EOD have
+ * come, and a connection closing before its EOD is -EPIPE. The file is not synced: the
+ * caller syncs and commits. Returns 0 or a negative errno with err filled (-EPROTO a
+ * malformed block, -EFBIG data beyond limit, -ENOSPC disk full); result is filled either
+ * way, prefix_end saying how much of the file is whole. */
+int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err);
+
+#endif

@@ -1,0 +1,73 @@
+/* xftpd's command parser: one line from a client, as bytes, into a verb and its checked
+ * argument. The only place that reads a command line; the fuzz target drives it. */
+#ifndef XFTPD_CMD_H
+#define XFTPD_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define XFTPD_LINE_MAX 2048u /* bytes of a command line, CRLF included */
+
+enum xftpd_verb {
+        V_USER,
+        V_PASS,
+        V_ACCT,
+        V_CWD,
+        V_CDUP,
+        V_PWD,
+        V_TYPE,
+        V_MODE,
+        V_STRU,
+        V_PORT,
+        V_PASV,
+        V_EPRT,
+        V_EPSV,
+        V_LIST,
+        V_NLST,
+        V_RETR,
+        V_STOR,
+        V_APPE,
+        V_DELE,
+        V_MKD,
+        V_RMD,
+        V_RNFR,
+        V_RNTO,
+        V_ABOR,
+        V_NOOP,
+        V_QUIT,
+        V_SYST,
+        V_STAT,
+        V_ALLO,
+        V_FEAT,
+        V_OPTS,
+        V_SIZE,
+        V_MDTM,
+        V_REST,
+        V_MLST,
+        V_MLSD,
+        V_HASH,
+        V_RANG,
+        V_PSIZ,
+        V_HELP,
+        V_COUNT
+};
+
+/* What the verb's argument is; the parser checks it before the session sees it. */
+struct xftpd_cmd {
+        enum xftpd_verb verb;
+        const char *name;         /* the verb in upper case, as the table spells it */
+        char arg[XFTPD_LINE_MAX]; /* the argument, NUL-terminated, Telnet commands removed */
+        size_t arg_len;
+        uint64_t num[2]; /* REST n, ALLO n, RANG start end */
+        char type;       /* TYPE: 'A' or 'I'; MODE: 'S' or 'E' */
+};
+
+/* Parses the line buf[0..len) (its CR LF or LF included or not). Returns 0 with cmd
+ * filled, or a reply code with *reply pointing at a static one-line text for it:
+ * 500 (not a command, a line over XFTPD_LINE_MAX, NUL bytes), 501 (argument missing,
+ * extra, or malformed), 502 (a verb xftpd knows but does not do), 504 (a TYPE, MODE or
+ * STRU it does not serve). Never reads outside buf. */
+int xftpd_cmd_parse(const char *buf, size_t len, struct xftpd_cmd *cmd, const char **reply);
+
+#endif

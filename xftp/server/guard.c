@@ -1,0 +1,170 @@
+/* Accepting under pressure, the session table, and dropping root. */
+#include "guard.h"
+
+#include <dragstrip/error.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void pause_ms(long ms)
+{
+        nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
+}
+
+int guard_accept(int listen_fd, atomic_bool *stop)
+{
+        for (;;) {
+                if (atomic_load(stop))
+                        return -EINTR;
+                struct pollfd pfd = {.fd = listen_fd, .events = POLLIN};
+                int n = poll(&pfd, 1, 200);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (n <= 0)
+                        continue;
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd >= 0)
+                        return fd;
+                switch (errno) {
+                case EINTR:
+                case EAGAIN:
+                case ECONNABORTED:
+                case EPROTO:
+                        continue;
+                case EMFILE:
+                case ENFILE:
+                case ENOBUFS:
+                case ENOMEM:
+                        /* The connection stays queued; try again once sessions end. */
+                        pause_ms(100);
+                        return -EAGAIN;
+                default:
+                        return -errno;
+                }
+        }
+}
+
+int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host)
+{
+        table->max = max;
+        table->max_per_host = max_per_host;
+        table->count = 0;
+        table->pids = calloc(max, sizeof(*table->pids));
+        table->hosts = calloc(max, sizeof(*table->hosts));
+        return table->pids && table->hosts ? 0 : -ENOMEM;
+}
+
+const char *guard_sessions_refuse(const struct guard_sessions *table,
+                                  const struct ds_ftp_addr *peer)
+{
+        unsigned same = 0;
+
+        if (table->count >= table->max)
+                return "421 Too many sessions; try again later.\r\n";
+        for (unsigned i = 0; i < table->count; i++)
+                same += ds_ftp_addr_same_host(&table->hosts[i], peer) ? 1 : 0;
+        if (same >= table->max_per_host)
+                return "421 Too many sessions from your address.\r\n";
+        return NULL;
+}
+
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer)
+{
+        table->pids[table->count] = pid;
+        table->hosts[table->count] = *peer;
+        table->count++;
+}
+
+static void forget(struct guard_sessions *table, pid_t pid)
+{
+        for (unsigned i = 0; i < table->count; i++)
+                if (table->pids[i] == pid) {
+                        table->count--;
+                        table->pids[i] = table->pids[table->count];
+                        table->hosts[i] = table->hosts[table->count];
+                        return;
+                }
+}
+
+void guard_sessions_reap(struct guard_sessions *table)
+{
+        pid_t pid;
+
+        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+                forget(table, pid);
+}
+
+void guard_sessions_end(struct guard_sessions *table, int grace_ms)
+{
+        for (unsigned i = 0; i < table->count; i++)
+                kill(table->pids[i], SIGTERM);
+        for (int waited = 0; table->count > 0 && waited < grace_ms; waited += 20) {
+                guard_sessions_reap(table);
+                if (table->count > 0)
+                        pause_ms(20);
+        }
+        for (unsigned i = 0; i < table->count; i++)
+                kill(table->pids[i], SIGKILL);
+        while (table->count > 0) {
+                pid_t pid = waitpid(-1, NULL, 0);
+                if (pid < 0)
+                        break;
+                forget(table, pid);
+        }
+        free(table->pids);
+        free(table->hosts);
+}
+
+int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root,
+                          struct ds_error *err)
+{
+        struct stat sb;
+        struct passwd *pw = NULL;
+
+        if (geteuid() != 0) {
+                if (run_as && (!(pw = getpwnam(run_as)) || pw->pw_uid != geteuid()))
+                        return ds_fail(err, 0, "--run-as %s: only root can change user", run_as),
+                               -EPERM;
+                return 0;
+        }
+        if (run_as) {
+                pw = getpwnam(run_as);
+                if (!pw)
+                        return ds_fail(err, 0, "--run-as %s: no such user", run_as), -ENOENT;
+        } else {
+                if (stat(root_dir, &sb) < 0)
+                        return ds_fail(err, -errno, "--root %s", root_dir);
+                pw = getpwuid(sb.st_uid);
+                if (!pw)
+                        return ds_fail(err, 0, "the owner (uid %u) of %s has no name: use --run-as",
+                                       (unsigned)sb.st_uid, root_dir),
+                               -ENOENT;
+        }
+        if (pw->pw_uid == 0 && !allow_root)
+                return ds_fail(err, 0,
+                               "refusing to serve as root (the store's owner): name a user "
+                               "with --run-as, or give --allow-root"),
+                       -EPERM;
+        if (pw->pw_uid == 0)
+                return 0;
+        uid_t uid = pw->pw_uid;
+        gid_t gid = pw->pw_gid;
+        if (initgroups(pw->pw_name, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                return ds_fail(err, -errno, "becoming %s", pw->pw_name);
+        if (setuid(0) == 0) /* must fail now */
+                return ds_fail(err, 0, "could not give up root"), -EPERM;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return ds_fail(err, -errno, "no_new_privs");
+        return 0;
+}

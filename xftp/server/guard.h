@@ -1,0 +1,48 @@
+/* What keeps xftpd standing against its clients and its own start as root: an accept
+ * that outlives running out of descriptors, the table of sessions with its limits, and
+ * the change to an unprivileged user. Small on purpose, to be swapped for lib/'s shared
+ * equivalents when those exist. */
+#ifndef XFTPD_GUARD_H
+#define XFTPD_GUARD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "dataconn.h"
+
+struct ds_error;
+
+/* Waits for a connection on listen_fd (waking every 200 ms to look at stop) and accepts
+ * it. Returns the descriptor, -EINTR when stop was set, or -EAGAIN after a transient
+ * failure (out of descriptors or memory, a connection aborted before accept), having
+ * paused 100 ms so that a full table does not spin the CPU. */
+int guard_accept(int listen_fd, atomic_bool *stop);
+
+/* The running sessions: one child process each. */
+struct guard_sessions {
+        unsigned max;          /* sessions at once */
+        unsigned max_per_host; /* sessions from one client address */
+        unsigned count;
+        pid_t *pids;
+        struct ds_ftp_addr *hosts;
+};
+
+int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host);
+/* Why a new session from peer may not start ("too many sessions", ...), or NULL. */
+const char *guard_sessions_refuse(const struct guard_sessions *table,
+                                  const struct ds_ftp_addr *peer);
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer);
+/* Reaps the sessions that have ended, without waiting. */
+void guard_sessions_reap(struct guard_sessions *table);
+/* Sends SIGTERM to every session and waits for them, at most grace_ms; then SIGKILL. */
+void guard_sessions_end(struct guard_sessions *table, int grace_ms);
+
+/* Started as root: becomes run_as (a user name), or the owner of root_dir when run_as is
+ * NULL, with that user's groups, and no new privileges after. Refuses to stay root
+ * unless allow_root. Not root: does nothing (run_as must then be NULL or the same user).
+ * Returns 0 or a negative errno with err saying what to do. */
+int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root,
+                          struct ds_error *err);
+
+#endif

@@ -1,0 +1,650 @@
+/* A session's control connection: reading lines with deadlines, login, and the commands
+ * that move no data. transfer.c has the ones that do. */
+#include "session.h"
+#include "users.h"
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/live.h>
+
+#include "modee.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPLY_MAX 2400 /* a reply line: its code, a path of XFTPD_LINE_MAX and words */
+
+int session_reply(struct session *s, const char *fmt, ...)
+{
+        char line[REPLY_MAX + 2];
+        va_list ap;
+
+        va_start(ap, fmt);
+        int n = vsnprintf(line, REPLY_MAX, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -EINVAL;
+        if (n >= REPLY_MAX)
+                n = REPLY_MAX - 1;
+        line[n++] = '\r';
+        line[n++] = '\n';
+        /* The socket's send timeout (SO_SNDTIMEO) bounds a client that never reads, and
+         * SIGTERM (no SA_RESTART) interrupts the wait. */
+        for (int done = 0; done < n;) {
+                ssize_t sent = send(s->ctl, line + done, (size_t)(n - done), MSG_NOSIGNAL);
+                if (sent < 0 && errno == EINTR && !atomic_load(s->config->stop))
+                        continue;
+                if (sent <= 0)
+                        return -EPIPE;
+                done += (int)sent;
+        }
+        return 0;
+}
+
+void session_reply_errno(struct session *s, int neg_errno, const char *what)
+{
+        switch (neg_errno) {
+        case -ENOSPC:
+        case -EDQUOT:
+                session_reply(s, "452 %s: insufficient storage space.", what);
+                break;
+        case -EXDEV: /* openat2 RESOLVE_BENEATH: the path tried to leave the root */
+        case -ELOOP:
+        case -EACCES:
+        case -EPERM:
+                session_reply(s, "550 %s: permission denied.", what);
+                break;
+        case -ENOENT:
+                session_reply(s, "550 %s: no such file or directory.", what);
+                break;
+        case -EINVAL:
+                session_reply(s, "553 %s: not a file name this server takes.", what);
+                break;
+        case -ENAMETOOLONG:
+                session_reply(s, "553 %s: name too long.", what);
+                break;
+        default:
+                session_reply(s, "550 %s: %s.", what, strerror(-neg_errno));
+        }
+}
+
+void session_consume(struct session *s, size_t len)
+{
+        memmove(s->in, s->in + len, s->in_used - len);
+        s->in_used -= len;
+}
+
+/* A whole line in s->in, or an over-long one cut: its length, else 0. */
+static size_t line_ready(struct session *s)
+{
+        for (;;) {
+                char *lf = memchr(s->in, '\n', s->in_used);
+                if (s->discarding) {
+                        session_consume(s, lf ? (size_t)(lf - s->in) + 1 : s->in_used);
+                        s->discarding = !lf;
+                        if (!lf)
+                                return 0;
+                        continue;
+                }
+                if (lf)
+                        return (size_t)(lf - s->in) + 1;
+                if (s->in_used > XFTPD_LINE_MAX) {
+                        s->discarding = true;
+                        return XFTPD_LINE_MAX + 1;
+                }
+                return 0;
+        }
+}
+
+long session_read_line(struct session *s, int timeout_ms, atomic_bool *stop)
+{
+        uint64_t deadline = ds_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+        for (;;) {
+                size_t len = line_ready(s);
+                if (len > 0)
+                        return (long)len;
+                if (stop && atomic_load(stop))
+                        return -EINTR;
+                uint64_t now = ds_now_ns();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                /* Short polls, so that SIGTERM (which only sets the flag) is seen soon. */
+                uint64_t left_ms = (deadline - now) / 1000000u + 1;
+                struct pollfd pfd = {.fd = s->ctl, .events = POLLIN};
+                int n = poll(&pfd, 1, left_ms > 200 ? 200 : (int)left_ms);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (n <= 0)
+                        continue;
+                ssize_t got = recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, 0);
+                if (got < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (got <= 0)
+                        return -EPIPE;
+                s->in_used += (size_t)got;
+        }
+}
+
+static void wait_ms(int ms, atomic_bool *stop)
+{
+        for (; ms > 0 && !atomic_load(stop); ms -= 100)
+                nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+}
+
+static bool anonymous_name(const char *name)
+{
+        return strcasecmp(name, "anonymous") == 0 || strcasecmp(name, "ftp") == 0;
+}
+
+static void cmd_user(struct session *s, const char *name)
+{
+        if (s->logged_in) {
+                session_reply(s, "530 Already logged in; one user per session.");
+                return;
+        }
+        s->user_given = true;
+        s->anonymous = anonymous_name(name);
+        /* A name no users file can hold matches nothing (and is not cut to one that does). */
+        bool valid = s->anonymous || xftpd_user_name_ok(name);
+        snprintf(s->user, sizeof(s->user), "%.*s", XFTPD_USER_NAME_MAX, valid ? name : "");
+        /* Whether anonymous is allowed shows only at PASS. */
+        if (s->anonymous && s->config->anonymous)
+                session_reply(s, "331 Anonymous login: any password (read-only).");
+        else
+                session_reply(s, "331 Password required.");
+}
+
+/* Returns false when the session must end (too many failures). */
+static bool cmd_pass(struct session *s, const char *password)
+{
+        if (s->logged_in) {
+                session_reply(s, "230 Already logged in.");
+                return true;
+        }
+        if (!s->user_given) {
+                session_reply(s, "503 Send USER first.");
+                return true;
+        }
+        bool ok = s->anonymous ? s->config->anonymous
+                               : xftpd_users_check(s->config->users, s->user, password);
+        s->user_given = false;
+        if (ok) {
+                s->logged_in = true;
+                fprintf(stderr, "xftpd: %s %s logged in%s\n", s->user, s->peer_text,
+                        s->anonymous ? " (anonymous, read-only)" : "");
+                session_reply(s, "230 Logged in%s.", s->anonymous ? ", read-only" : "");
+                return true;
+        }
+        s->fails++;
+        fprintf(stderr, "xftpd: %s %s failed login %u of %u\n", s->user, s->peer_text, s->fails,
+                s->config->max_fails);
+        /* A second's pause makes guessing slow; it ends early on SIGTERM. */
+        wait_ms(1000, s->config->stop);
+        if (s->fails >= s->config->max_fails) {
+                session_reply(s, "421 Too many failed logins.");
+                return false;
+        }
+        session_reply(s, "530 Login incorrect.");
+        return true;
+}
+
+/* Resolves a client's path against the cwd; replies and returns false when it is not one
+ * the store takes. */
+static bool resolve(struct session *s, const char *arg, char *out)
+{
+        int rc = ds_store_path(s->cwd, arg, out, DS_STORE_PATH_MAX);
+        if (rc < 0)
+                session_reply_errno(s, rc, arg);
+        return rc == 0;
+}
+
+/* "/a/b" for the store's "a/b", with '"' doubled as RFC 959 wants in 257 replies. */
+static void quoted_path(const char *path, char *out, size_t len)
+{
+        size_t used = 0;
+
+        out[used++] = '/';
+        for (const char *p = path; *p && used + 3 < len; p++) {
+                if (*p == '"')
+                        out[used++] = '"';
+                out[used++] = *p;
+        }
+        out[used] = '\0';
+}
+
+static void cmd_cwd(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct ds_store_stat st;
+
+        if (!resolve(s, arg, path))
+                return;
+        int rc = ds_store_stat(s->config->store, path, &st);
+        if (rc == 0 && !st.dir)
+                rc = -ENOTDIR;
+        if (rc < 0) {
+                session_reply_errno(s, rc, arg);
+                return;
+        }
+        memcpy(s->cwd, path, sizeof(s->cwd));
+        session_reply(s, "250 Directory changed.");
+}
+
+static void cmd_pwd(struct session *s)
+{
+        char quoted[2 * DS_STORE_PATH_MAX + 2];
+
+        quoted_path(s->cwd, quoted, sizeof(quoted));
+        session_reply(s, "257 \"%s\" is the current directory.", quoted);
+}
+
+/* MKD, RMD, DELE, RNFR, RNTO: the commands that change names. */
+static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX], quoted[2 * DS_STORE_PATH_MAX + 2];
+        struct ds_store_stat st;
+        struct ds_store *store = s->config->store;
+
+        if (s->anonymous) {
+                session_reply(s, "550 Permission denied: anonymous sessions are read-only.");
+                return;
+        }
+        if (!resolve(s, arg, path))
+                return;
+        int rc = 0;
+        switch (verb) {
+        case V_MKD:
+                rc = ds_store_mkdir(store, path);
+                quoted_path(path, quoted, sizeof(quoted));
+                if (rc == 0)
+                        session_reply(s, "257 \"%s\" created.", quoted);
+                break;
+        case V_RMD:
+                rc = ds_store_rmdir(store, path);
+                break;
+        case V_DELE:
+                rc = ds_store_unlink(store, path);
+                break;
+        case V_RNFR:
+                rc = ds_store_stat(store, path, &st);
+                if (rc == 0) {
+                        memcpy(s->rename_from, path, sizeof(s->rename_from));
+                        s->rename_pending = true;
+                        session_reply(s, "350 Ready for RNTO.");
+                }
+                break;
+        default: /* RNTO */
+                if (!s->rename_pending) {
+                        session_reply(s, "503 Send RNFR first.");
+                        return;
+                }
+                s->rename_pending = false;
+                rc = ds_store_rename(store, s->rename_from, path);
+                break;
+        }
+        if (rc < 0)
+                session_reply_errno(s, rc, arg);
+        else if (verb != V_MKD && verb != V_RNFR)
+                session_reply(s, "250 %s done.", verb == V_RNTO ? "Rename" : "Removal");
+}
+
+static void cmd_size_mdtm(struct session *s, enum xftpd_verb verb, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct ds_store_stat st;
+
+        if (!resolve(s, arg, path))
+                return;
+        int rc = ds_store_stat(s->config->store, path, &st);
+        if (rc == 0 && st.dir)
+                rc = -EISDIR;
+        if (rc < 0) {
+                session_reply_errno(s, rc, arg);
+                return;
+        }
+        if (verb == V_SIZE) {
+                session_reply(s, "213 %llu", (unsigned long long)st.size);
+                return;
+        }
+        struct tm tm;
+        time_t t = (time_t)st.mtime;
+        gmtime_r(&t, &tm);
+        session_reply(s, "213 %04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void cmd_psiz(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        uint64_t size;
+
+        if (!resolve(s, arg, path))
+                return;
+        int rc = ds_store_partial_size(s->config->store, s->user, path, &size);
+        if (rc == -EBUSY)
+                session_reply(s, "450 An upload of %s is still ending; try again.", arg);
+        else if (rc < 0)
+                session_reply(s, "550 %s: no partial upload to continue.", arg);
+        else
+                session_reply(s, "213 %llu", (unsigned long long)size);
+}
+
+static void cmd_feat(struct session *s)
+{
+        char hashes[64];
+
+        snprintf(hashes, sizeof(hashes), "%s%s;%s%s", ds_hash_name(DS_HASH_SHA256),
+                 s->hash_algo == DS_HASH_SHA256 ? "*" : "", ds_hash_name(DS_HASH_CRC32C),
+                 s->hash_algo == DS_HASH_CRC32C ? "*" : "");
+        static const char *const lines[] = {
+            "EPRT", "EPSV",        "MDTM",     "MLST type*;size*;modify*;perm*;",
+            "PASV", "REST STREAM", "SIZE",     "TVFS",
+            "UTF8", "MODE E",      "PARALLEL", "RANG STREAM",
+            "PSIZ", "ALLO",
+        };
+        session_reply(s, "211-Extensions supported:");
+        for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+                session_reply(s, " %s", lines[i]);
+        session_reply(s, " HASH %s", hashes);
+        session_reply(s, "211 End");
+}
+
+static void cmd_opts(struct session *s, const char *arg)
+{
+        enum ds_hash_algo algo;
+        unsigned streams;
+
+        if (strcasecmp(arg, "UTF8 ON") == 0 || strcasecmp(arg, "UTF8") == 0) {
+                session_reply(s, "200 Always in UTF-8.");
+        } else if (strncasecmp(arg, "RETR ", 5) == 0 || strncasecmp(arg, "STOR ", 5) == 0) {
+                if (ds_modee_parse_parallelism(arg + 5, &streams) < 0) {
+                        session_reply(s, "501 Expected Parallelism=N; with N from 1 to %u.",
+                                      DS_MODEE_MAX_STREAMS);
+                        return;
+                }
+                s->streams = streams;
+                session_reply(s, "200 Parallelism set to %u.", streams);
+        } else if (strcasecmp(arg, "HASH") == 0) {
+                session_reply(s, "200 %s", ds_hash_name(s->hash_algo));
+        } else if (strncasecmp(arg, "HASH ", 5) == 0) {
+                if (ds_hash_parse(arg + 5, &algo) < 0) {
+                        session_reply(s, "501 Unknown hash algorithm.");
+                        return;
+                }
+                s->hash_algo = algo;
+                session_reply(s, "200 %s", ds_hash_name(algo));
+        } else if (strncasecmp(arg, "MLST", 4) == 0) {
+                session_reply(s, "200 MLST OPTS type;size;modify;perm;");
+        } else {
+                session_reply(s, "501 Option not understood.");
+        }
+}
+
+static void cmd_stat(struct session *s, const char *arg)
+{
+        if (arg[0]) {
+                xfer_cmd_stat_path(s, V_STAT, arg);
+                return;
+        }
+        session_reply(s, "211-xftpd status:");
+        session_reply(s, " Connected from %s", s->peer_text);
+        session_reply(s, " Logged in as %s%s", s->user, s->anonymous ? " (read-only)" : "");
+        session_reply(s, " TYPE I, MODE %c, %u stream%s, block %zu bytes", s->mode, s->streams,
+                      s->streams == 1 ? "" : "s", s->config->block);
+        session_reply(s, "211 End of status");
+}
+
+/* Commands allowed before login. Returns true when handled. */
+static bool before_login(struct session *s, const struct xftpd_cmd *cmd, bool *end)
+{
+        switch (cmd->verb) {
+        case V_USER:
+                cmd_user(s, cmd->arg);
+                return true;
+        case V_PASS:
+                *end = !cmd_pass(s, cmd->arg);
+                return true;
+        case V_QUIT:
+                session_reply(s, "221 Goodbye.");
+                *end = true;
+                return true;
+        case V_FEAT:
+                cmd_feat(s);
+                return true;
+        case V_SYST:
+                session_reply(s, "215 UNIX Type: L8");
+                return true;
+        case V_NOOP:
+                session_reply(s, "200 NOOP ok.");
+                return true;
+        case V_HELP:
+                session_reply(s, "214 RFC 959, 2389, 2428, 3659 and docs/xftp.md.");
+                return true;
+        case V_OPTS:
+                if (strncasecmp(cmd->arg, "UTF8", 4) != 0)
+                        return false;
+                cmd_opts(s, cmd->arg);
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* Settings for the next transfer. Returns true when handled. */
+static bool transfer_settings(struct session *s, const struct xftpd_cmd *cmd)
+{
+        switch (cmd->verb) {
+        case V_TYPE:
+                session_reply(s, "200 Type set to %c.", cmd->type);
+                return true;
+        case V_MODE:
+                s->mode = cmd->type;
+                session_reply(s, "200 Mode set to %c.", cmd->type);
+                return true;
+        case V_STRU:
+                session_reply(s, "200 Structure set to F.");
+                return true;
+        case V_REST:
+                s->rest = cmd->num[0];
+                session_reply(s, "350 Restarting at %llu.", (unsigned long long)s->rest);
+                return true;
+        case V_RANG:
+                s->range_start = cmd->num[0];
+                s->range_end = cmd->num[1];
+                if (cmd->num[0] == 1 && cmd->num[1] == 0) /* the draft's reset */
+                        s->range_start = s->range_end = 0;
+                session_reply(s, "350 Range %llu-%llu.", (unsigned long long)cmd->num[0],
+                              (unsigned long long)cmd->num[1]);
+                return true;
+        case V_ALLO:
+                if (s->anonymous) {
+                        session_reply(s, "550 Permission denied: read-only.");
+                        return true;
+                }
+                s->allocate = cmd->num[0];
+                session_reply(s, "200 %llu bytes will be allocated.",
+                              (unsigned long long)cmd->num[0]);
+                return true;
+        default:
+                return false;
+        }
+}
+
+static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
+{
+        if (before_login(s, cmd, end))
+                return;
+        if (!s->logged_in) {
+                session_reply(s, "530 Log in first.");
+                return;
+        }
+        if (cmd->verb != V_RNTO && cmd->verb != V_RNFR)
+                s->rename_pending = false;
+        if (transfer_settings(s, cmd))
+                return;
+        switch (cmd->verb) {
+        case V_CWD:
+                cmd_cwd(s, cmd->arg);
+                break;
+        case V_CDUP:
+                cmd_cwd(s, "..");
+                break;
+        case V_PWD:
+                cmd_pwd(s);
+                break;
+        case V_MKD:
+        case V_RMD:
+        case V_DELE:
+        case V_RNFR:
+        case V_RNTO:
+                cmd_change(s, cmd->verb, cmd->arg);
+                break;
+        case V_SIZE:
+        case V_MDTM:
+                cmd_size_mdtm(s, cmd->verb, cmd->arg);
+                break;
+        case V_PSIZ:
+                cmd_psiz(s, cmd->arg);
+                break;
+        case V_OPTS:
+                cmd_opts(s, cmd->arg);
+                break;
+        case V_STAT:
+                cmd_stat(s, cmd->arg);
+                break;
+        case V_ABOR:
+                xfer_reset(s);
+                session_reply(s, "226 No transfer to abort.");
+                break;
+        case V_PASV:
+        case V_EPSV:
+                xfer_cmd_pasv(s, cmd->verb == V_EPSV, cmd->arg);
+                break;
+        case V_PORT:
+        case V_EPRT:
+                xfer_cmd_port(s, cmd->verb == V_EPRT, cmd->arg);
+                break;
+        case V_RETR:
+                xfer_cmd_retr(s, cmd->arg);
+                break;
+        case V_STOR:
+        case V_APPE:
+                xfer_cmd_stor(s, cmd->arg, cmd->verb == V_APPE);
+                break;
+        case V_LIST:
+        case V_NLST:
+        case V_MLSD:
+                xfer_cmd_list(s, cmd->verb, cmd->arg);
+                break;
+        case V_MLST:
+                xfer_cmd_stat_path(s, V_MLST, cmd->arg);
+                break;
+        case V_HASH:
+                xfer_cmd_hash(s, cmd->arg);
+                break;
+        default:
+                session_reply(s, "502 Command not implemented.");
+        }
+}
+
+/* An IPv4 client reaching the dual-stack listener shows as ::ffff:a.b.c.d; its data
+ * connections are plain IPv4, so the session speaks of it as IPv4. */
+static void unmap_v4(struct ds_ftp_addr *addr)
+{
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&addr->ss;
+
+        if (addr->ss.ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+                return;
+        struct sockaddr_in in4 = {.sin_family = AF_INET, .sin_port = in6->sin6_port};
+        memcpy(&in4.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+        memset(&addr->ss, 0, sizeof(addr->ss));
+        memcpy(&addr->ss, &in4, sizeof(in4));
+        addr->len = sizeof(in4);
+}
+
+static int session_init(struct session *s, const struct xftpd_config *config, int ctl)
+{
+        struct ds_error err;
+
+        memset(s, 0, sizeof(*s));
+        s->config = config;
+        s->ctl = ctl;
+        s->mode = 'S';
+        s->streams = 1;
+        s->pasv_fd = -1;
+        s->hash_algo = DS_HASH_SHA256;
+        if (ds_ftp_addr_local(ctl, &s->local) < 0 || ds_ftp_addr_peer(ctl, &s->peer) < 0)
+                return -ENOTCONN;
+        unmap_v4(&s->local);
+        unmap_v4(&s->peer);
+        ds_ftp_addr_text(&s->peer, s->peer_text, sizeof(s->peer_text));
+        /* A client that stops reading replies cannot hold the session forever. */
+        struct timeval tv = {.tv_sec = config->idle_ms / 1000 + 1};
+        setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        /* Telnet's Synch (IAC DM, sent urgent before ABOR) stays in the stream, where the
+         * parser drops it. */
+        int on = 1;
+        setsockopt(ctl, SOL_SOCKET, SO_OOBINLINE, &on, sizeof(on));
+        if (ds_live_open(&s->live, "xftpd", "serve", "tcp", NULL, &err) == 0) {
+                ds_live_set_peer(s->live, s->peer_text);
+                ds_live_set_msg_size(s->live, config->block);
+        }
+        return 0;
+}
+
+int xftpd_session_run(const struct xftpd_config *config, int ctl)
+{
+        struct session *s = calloc(1, sizeof(*s));
+        struct xftpd_cmd *cmd = malloc(sizeof(*cmd));
+
+        if (!s || !cmd || session_init(s, config, ctl) < 0) {
+                free(s);
+                free(cmd);
+                close(ctl);
+                return 1;
+        }
+        uint64_t login_deadline = ds_now_ns() + (uint64_t)config->login_ms * 1000000u;
+        bool end = session_reply(s, "220 xftpd %s ready.", DS_VERSION) < 0;
+        while (!end) {
+                int timeout = config->idle_ms;
+                if (!s->logged_in) {
+                        uint64_t now = ds_now_ns();
+                        int left =
+                            now >= login_deadline ? 0 : (int)((login_deadline - now) / 1000000u);
+                        timeout = left < timeout ? left : timeout;
+                }
+                long len = session_read_line(s, timeout, config->stop);
+                if (len < 0) {
+                        if (len == -ETIMEDOUT)
+                                session_reply(s, "421 %s, closing.",
+                                              s->logged_in ? "Idle too long" : "No login in time");
+                        else if (len == -EINTR)
+                                session_reply(s, "421 Server shutting down.");
+                        break;
+                }
+                const char *refusal;
+                int code = xftpd_cmd_parse(s->in, (size_t)len, cmd, &refusal);
+                session_consume(s, (size_t)len);
+                if (code != 0)
+                        session_reply(s, "%s", refusal);
+                else
+                        dispatch(s, cmd, &end);
+        }
+        xfer_reset(s);
+        if (s->live)
+                ds_live_close(s->live);
+        close(ctl);
+        free(cmd);
+        free(s);
+        return 0;
+}

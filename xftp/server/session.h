@@ -1,0 +1,101 @@
+/* One client's session of xftpd, run in a process of its own (main.c forks one per
+ * connection): the control connection, login, and every command. */
+#ifndef XFTPD_SESSION_H
+#define XFTPD_SESSION_H
+
+#include "cmd.h"
+#include "users.h"
+
+#include "dataconn.h"
+#include "hash.h"
+#include "store.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ds_live;
+struct xftpd_users;
+
+/* What every session of one server shares, read-only. */
+struct xftpd_config {
+        struct ds_store *store;
+        const struct xftpd_users *users; /* NULL: anonymous only */
+        bool anonymous;                  /* USER anonymous / ftp allowed, read-only */
+        size_t block;                    /* bytes per buffer and MODE E block (-b) */
+        int idle_ms;                     /* a control connection silent this long ends */
+        int login_ms;                    /* a session must log in within this */
+        int data_ms;                     /* deadline of each data connection's set-up */
+        unsigned max_fails;              /* failed logins before the session ends */
+        atomic_bool *stop;               /* SIGTERM / SIGINT */
+};
+
+/* Serves the client on ctl until it quits, falls silent, or stop is set; closes ctl.
+ * Returns the process's exit status (0, or 1 after a failure of the server's own). */
+int xftpd_session_run(const struct xftpd_config *config, int ctl);
+
+/* The session's state, shared by session.c (commands) and transfer.c (data). */
+struct session {
+        const struct xftpd_config *config;
+        int ctl;
+        struct ds_ftp_addr local, peer;
+        char peer_text[64];
+
+        char user[XFTPD_USER_NAME_MAX + 1];
+        bool user_given, logged_in, anonymous;
+        unsigned fails;
+        char cwd[DS_STORE_PATH_MAX];
+        char rename_from[DS_STORE_PATH_MAX];
+        bool rename_pending;
+
+        char mode;        /* 'S' or 'E' */
+        unsigned streams; /* OPTS RETR Parallelism=N, for MODE E */
+        enum ds_hash_algo hash_algo;
+        uint64_t rest;             /* REST: the next transfer's offset */
+        uint64_t range_start;      /* RANG, for the next RETR or HASH */
+        uint64_t range_end;        /* exclusive; 0: no RANG */
+        uint64_t allocate;         /* ALLO: the next upload's announced size */
+        int pasv_fd;               /* PASV/EPSV listener, -1 */
+        struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
+        bool epsv_all;
+
+        /* The control connection's input: filled by the session, and during a transfer by
+         * its watcher (one at a time). */
+        char in[2 * XFTPD_LINE_MAX];
+        size_t in_used;
+        bool discarding; /* skipping the rest of an over-long line */
+
+        atomic_bool xfer_stop; /* ends the transfer in flight: ABOR, hang-up, SIGTERM */
+        atomic_bool aborted;   /* ABOR came during the transfer */
+        atomic_bool ctl_gone;  /* the client closed the control connection */
+        struct ds_live *live;
+};
+
+/* Sends one reply line ("code text"), adding CRLF. Returns 0 or a negative errno. */
+int session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Replies for a store error on the path the client named. */
+void session_reply_errno(struct session *s, int neg_errno, const char *what);
+
+/* Reads the control connection until a complete line is in s->in (returns its length,
+ * the LF included), within timeout_ms (-ETIMEDOUT), or -EPIPE when the client is gone,
+ * -EINTR on stop. An over-long line is returned cut at XFTPD_LINE_MAX + 1 bytes, so the
+ * parser refuses it, and its rest is skipped. */
+long session_read_line(struct session *s, int timeout_ms, atomic_bool *stop);
+/* Drops the first len bytes of s->in (the line just handled). */
+void session_consume(struct session *s, size_t len);
+
+/* Data commands (transfer.c). */
+void xfer_cmd_pasv(struct session *s, bool extended, const char *arg);
+void xfer_cmd_port(struct session *s, bool extended, const char *arg);
+void xfer_cmd_retr(struct session *s, const char *path);
+void xfer_cmd_stor(struct session *s, const char *path, bool append);
+void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg);
+void xfer_cmd_hash(struct session *s, const char *path);
+/* Lists path on the control connection (STAT path, MLST path). */
+void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg);
+/* Forgets the data connection set up for the next transfer, and REST, RANG, ALLO. */
+void xfer_reset(struct session *s);
+
+#endif

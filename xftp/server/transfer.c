@@ -1,0 +1,643 @@
+/* The commands that use a data connection: PASV/EPSV/PORT/EPRT set it up; RETR, STOR,
+ * APPE move a file through the pipeline (xfer.h); LIST, NLST, MLSD send a listing; HASH
+ * reads a file on the server. While data moves, a watcher thread reads the control
+ * connection so that ABOR, a hang-up or SIGTERM cut the transfer. */
+#include "session.h"
+
+#include <dragstrip/error.h>
+#include <dragstrip/live.h>
+
+#include "modee.h"
+#include "xfer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIST_CHUNK (64u << 10) /* a listing goes out in pieces of this size */
+
+/* Forgets the data connection set up, not REST, RANG or ALLO: clients send those before
+ * or after PASV. */
+static void forget_data(struct session *s)
+{
+        if (s->pasv_fd >= 0)
+                close(s->pasv_fd);
+        s->pasv_fd = -1;
+        s->active.len = 0;
+}
+
+void xfer_reset(struct session *s)
+{
+        forget_data(s);
+        s->rest = s->allocate = 0;
+        s->range_start = s->range_end = 0;
+}
+
+static struct ds_data_opts data_opts(struct session *s, atomic_bool *stop)
+{
+        size_t buf = s->config->block < (64u << 20) ? s->config->block : (64u << 20);
+        return (struct ds_data_opts){
+            .sockbuf = (int)buf, .timeout_ms = s->config->data_ms, .stop = stop};
+}
+
+void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
+{
+        struct ds_error err;
+        struct ds_ftp_addr bound;
+        char text[DS_FTP_ADDR_TEXT];
+        int family = s->local.ss.ss_family;
+        bool v4 = family == AF_INET || ds_ftp_format_port(&s->local, text, sizeof(text)) == 0;
+
+        if (extended && strcasecmp(arg, "ALL") == 0) {
+                s->epsv_all = true;
+                session_reply(s, "200 EPSV ALL: only EPSV from now on.");
+                return;
+        }
+        if (extended && arg[0] && strcmp(arg, v4 ? "1" : "2") != 0) {
+                session_reply(s, "522 Network protocol not supported, use (%s)", v4 ? "1" : "2");
+                return;
+        }
+        if (!extended && s->epsv_all) {
+                session_reply(s, "503 EPSV ALL was given: use EPSV.");
+                return;
+        }
+        if (!extended && !v4) {
+                session_reply(s, "425 PASV is for IPv4: use EPSV.");
+                return;
+        }
+        forget_data(s);
+        struct ds_data_opts opts = data_opts(s, s->config->stop);
+        s->pasv_fd = ds_data_listen(&s->local, &opts, &err);
+        if (s->pasv_fd < 0 || ds_ftp_addr_local(s->pasv_fd, &bound) < 0) {
+                forget_data(s);
+                session_reply(s, "425 Cannot open a passive port.");
+                return;
+        }
+        if (extended) {
+                ds_ftp_format_epsv(ds_ftp_addr_port(&bound), text, sizeof(text));
+                session_reply(s, "229 Entering Extended Passive Mode %s", text);
+        } else {
+                ds_ftp_format_port(&bound, text, sizeof(text));
+                session_reply(s, "227 Entering Passive Mode (%s).", text);
+        }
+}
+
+void xfer_cmd_port(struct session *s, bool extended, const char *arg)
+{
+        struct ds_ftp_addr addr;
+
+        if (s->epsv_all) {
+                session_reply(s, "503 EPSV ALL was given: use EPSV.");
+                return;
+        }
+        int rc = extended ? ds_ftp_parse_eprt(arg, &addr) : ds_ftp_parse_port(arg, &addr);
+        if (rc == -EAFNOSUPPORT) {
+                session_reply(s, "522 Network protocol not supported, use (1,2)");
+                return;
+        }
+        if (rc < 0) {
+                session_reply(s, "501 Malformed %s argument.", extended ? "EPRT" : "PORT");
+                return;
+        }
+        /* FTP bounce protection: never a privileged port, and a third host only for a
+         * user who logged in with a password (server-to-server copies). */
+        if (ds_ftp_addr_port(&addr) < 1024) {
+                session_reply(s, "504 Refused: port below 1024.");
+                return;
+        }
+        if (!ds_ftp_addr_same_host(&addr, &s->peer) && s->anonymous) {
+                session_reply(s, "504 Refused: data connections go to your own address.");
+                return;
+        }
+        forget_data(s);
+        s->active = addr;
+        session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
+}
+
+/* Opens the n data connections of the next transfer. Replies 425 and returns a negative
+ * errno when it cannot. */
+static int open_data(struct session *s, int *fds, unsigned n)
+{
+        struct ds_error err;
+        struct ds_data_opts opts = data_opts(s, &s->xfer_stop);
+        int rc;
+
+        if (s->pasv_fd >= 0) {
+                /* Anonymous sessions take data only from their own host; a user may have a
+                 * second server connect here (server-to-server copy). */
+                rc =
+                    ds_data_accept(s->pasv_fd, s->anonymous ? &s->peer : NULL, fds, n, &opts, &err);
+        } else if (s->active.len) {
+                struct ds_ftp_addr from = s->local;
+                ds_ftp_addr_set_port(&from, 0);
+                rc = ds_data_connect(&s->active, &from, fds, n, &opts, &err);
+        } else {
+                session_reply(s, "425 Use PORT, EPRT, PASV or EPSV first.");
+                return -ENOTCONN;
+        }
+        if (rc < 0)
+                session_reply(s, "425 Cannot open the data connection: %s.", err.text);
+        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */
+                session_reply(s, "226 ABOR done.");
+        return rc;
+}
+
+/* The watcher: reads the control connection while data moves. ABOR stops the transfer;
+ * other commands wait in s->in for their turn; a hang-up or SIGTERM stops it too. */
+struct watch {
+        struct session *s;
+        atomic_bool done;
+        pthread_t thread;
+};
+
+/* Takes every ABOR line out of s->in. Returns whether there was one. */
+static bool take_abor(struct session *s)
+{
+        struct xftpd_cmd *cmd = malloc(sizeof(*cmd));
+        const char *refusal;
+        bool found = false;
+        size_t at = 0;
+
+        while (cmd && at < s->in_used) {
+                char *lf = memchr(s->in + at, '\n', s->in_used - at);
+                if (!lf)
+                        break;
+                size_t len = (size_t)(lf - (s->in + at)) + 1;
+                if (xftpd_cmd_parse(s->in + at, len, cmd, &refusal) == 0 && cmd->verb == V_ABOR) {
+                        memmove(s->in + at, s->in + at + len, s->in_used - at - len);
+                        s->in_used -= len;
+                        found = true;
+                        continue;
+                }
+                at += len;
+        }
+        free(cmd);
+        return found;
+}
+
+/* Takes any ABOR out of s->in and, if there was one, stops the transfer. */
+static void watch_abor(struct session *s)
+{
+        if (take_abor(s)) {
+                atomic_store(&s->aborted, true);
+                atomic_store(&s->xfer_stop, true);
+        }
+}
+
+static void *watch_run(void *arg)
+{
+        struct watch *w = arg;
+        struct session *s = w->s;
+
+        watch_abor(s); /* an ABOR may have come in the same read as the command it cuts */
+        while (!atomic_load(&w->done)) {
+                if (atomic_load(s->config->stop))
+                        atomic_store(&s->xfer_stop, true);
+                bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
+                struct pollfd pfd = {.fd = s->ctl, .events = room ? POLLIN : 0};
+                if (poll(&pfd, 1, 100) <= 0 || !(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+                        continue;
+                ssize_t got =
+                    recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, MSG_DONTWAIT);
+                if (got < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (got <= 0) {
+                        atomic_store(&s->ctl_gone, true);
+                        atomic_store(&s->xfer_stop, true);
+                        continue;
+                }
+                s->in_used += (size_t)got;
+                watch_abor(s);
+        }
+        return NULL;
+}
+
+static int watch_start(struct watch *w, struct session *s)
+{
+        w->s = s;
+        atomic_store(&w->done, false);
+        atomic_store(&s->xfer_stop, false);
+        atomic_store(&s->aborted, false);
+        return -pthread_create(&w->thread, NULL, watch_run, w);
+}
+
+static void watch_stop(struct watch *w)
+{
+        atomic_store(&w->done, true);
+        pthread_join(w->thread, NULL);
+}
+
+/* Replies for a transfer cut short, and for the ABOR that cut it. */
+static void reply_cut(struct session *s, int rc, const char *why)
+{
+        if (atomic_load(&s->ctl_gone))
+                return;
+        if (atomic_load(&s->aborted)) {
+                session_reply(s, "426 Transfer aborted.");
+                session_reply(s, "226 ABOR done.");
+        } else if (rc == -ENOSPC || rc == -EDQUOT) {
+                session_reply(s, "452 Insufficient storage space; the partial file is removed.");
+        } else if (rc == -EFBIG) {
+                session_reply(s, "552 More data than announced; the partial file is removed.");
+        } else if (atomic_load(s->config->stop)) {
+                session_reply(s, "426 Server shutting down.");
+        } else {
+                session_reply(s, "426 Transfer failed: %s.", why);
+        }
+}
+
+/* A transfer that ended well: 226, and a second 226 for an ABOR that came too late to
+ * cut it (the client waits for a reply to it). */
+static void reply_done(struct session *s, const char *text)
+{
+        session_reply(s, "226 %s", text);
+        if (atomic_load(&s->aborted))
+                session_reply(s, "226 ABOR: the transfer had ended.");
+}
+
+static void log_transfer(struct session *s, const char *verb, const char *path,
+                         const struct ds_xfer_result *result, const char *outcome)
+{
+        fprintf(stderr, "xftpd: %s %s %s /%s %llu bytes %.3f s %.2f MB/s %u stream%s %s\n", s->user,
+                s->peer_text, verb, path, (unsigned long long)result->bytes, result->seconds,
+                result->mb_per_s, s->mode == 'E' ? s->streams : 1,
+                s->mode == 'E' && s->streams > 1 ? "s" : "", outcome);
+}
+
+/* What RETR and STOR share: the data connections, the watcher, the pipeline. */
+struct job {
+        struct ds_store_file *file;
+        bool upload;
+        bool connected; /* false: no data connection came, and 425 was sent */
+        struct ds_xfer_opts opts;
+        struct ds_xfer_result result;
+        struct ds_error err;
+};
+
+static void on_prefix(uint64_t prefix_end, void *ctx)
+{
+        ds_store_upload_prefix(ctx, prefix_end);
+}
+
+/* A MODE S upload ends when the client closes the data connection, which is also what a
+ * client killed mid-transfer does. Its control connection closes in the same instant, so a
+ * short look at it (the kernel's view, not the watcher's) tells an end from a death. */
+static void await_hangup(struct session *s)
+{
+        struct pollfd pfd = {.fd = s->ctl, .events = POLLRDHUP};
+
+        if (poll(&pfd, 1, 25) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                atomic_store(&s->ctl_gone, true);
+}
+
+/* Opens the data connections, moves the data, closes them. Returns the pipeline's
+ * result; job->connected says whether it ran. */
+static int run_job(struct session *s, struct job *job)
+{
+        int fds[DS_MODEE_MAX_STREAMS];
+        unsigned n = s->mode == 'E' ? s->streams : 1;
+        enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
+        struct watch w;
+
+        int rc = watch_start(&w, s);
+        if (rc < 0) {
+                session_reply(s, "451 Cannot start the transfer.");
+                return rc;
+        }
+        rc = open_data(s, fds, n);
+        job->connected = rc == 0;
+        if (rc == 0) {
+                session_reply(s, "150 Opening %s data connection%s.",
+                              mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
+                job->opts.block = s->config->block;
+                job->opts.idle_ms = s->config->idle_ms;
+                job->opts.stop = &s->xfer_stop;
+                job->opts.live = s->live ? ds_live_segment(s->live) : NULL;
+                if (s->live)
+                        ds_live_start(s->live);
+                struct ds_xfile *xfile = ds_store_xfile(job->file);
+                rc = job->upload
+                         ? ds_xfer_recv(xfile, mode, fds, n, &job->opts, &job->result, &job->err)
+                         : ds_xfer_send(xfile, mode, fds, n, &job->opts, &job->result, &job->err);
+                ds_data_close(fds, n);
+                if (s->live)
+                        ds_live_done(s->live);
+                if (rc == 0 && job->upload && mode == DS_XFER_STREAM)
+                        await_hangup(s);
+        }
+        watch_stop(&w);
+        return rc;
+}
+
+/* Ends a transfer command: the file closed (an upload kept for REST when keep), the data
+ * set-up forgotten. */
+static void job_end(struct session *s, struct job *job, bool keep)
+{
+        ds_store_file_close(job->file, keep);
+        xfer_reset(s);
+}
+
+void xfer_cmd_retr(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct job job = {.upload = false};
+        uint64_t size = 0;
+
+        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        if (rc == 0)
+                rc = ds_store_open_read(s->config->store, path, &job.file);
+        struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(job.file) : NULL;
+        if (rc == 0)
+                rc = xfile->ops->size(xfile, &size);
+        job.opts.offset = s->rest ? s->rest : s->range_start;
+        job.opts.length = s->range_end ? s->range_end - s->range_start : UINT64_MAX;
+        job.opts.limit = UINT64_MAX;
+        if (rc < 0)
+                session_reply_errno(s, rc, arg);
+        else if (job.opts.offset > size)
+                session_reply(s, "554 Restart point %llu lies beyond the end (%llu).",
+                              (unsigned long long)job.opts.offset, (unsigned long long)size);
+        if (rc < 0 || job.opts.offset > size) {
+                job_end(s, &job, false);
+                return;
+        }
+        rc = run_job(s, &job);
+        if (job.connected)
+                log_transfer(s, "RETR", path, &job.result, rc == 0 ? "ok" : "cut");
+        if (rc == 0)
+                reply_done(s, "Transfer complete.");
+        else if (job.connected)
+                reply_cut(s, rc, job.err.text);
+        job_end(s, &job, false);
+}
+
+/* Whether an upload that ended without error holds the whole file. */
+static bool upload_whole(struct session *s, const struct job *job)
+{
+        if (atomic_load(&s->ctl_gone) || atomic_load(&s->aborted))
+                return false;
+        /* ALLO announced the file's size: a MODE S upload must reach it exactly. */
+        return s->allocate == 0 || s->mode == 'E' ||
+               job->opts.offset + job->result.bytes == s->allocate;
+}
+
+static int start_upload(struct session *s, const char *arg, const char *path, bool append,
+                        struct job *job)
+{
+        struct ds_store_upload how = {
+            .user = s->user, .offset = s->rest, .append = append, .allocate = s->allocate};
+        int rc = ds_store_create(s->config->store, path, &how, &job->file);
+
+        if (rc == -ERANGE)
+                session_reply(s, "554 No upload to continue from %llu (PSIZ tells where to).",
+                              (unsigned long long)s->rest);
+        else if (rc == -EBUSY)
+                session_reply(s, "450 An upload of %s is still ending; try again.", arg);
+        else if (rc == -EOPNOTSUPP)
+                session_reply(s, "504 REST and APPE are not available on a striped store.");
+        else if (rc < 0)
+                session_reply_errno(s, rc, arg);
+        if (rc < 0)
+                return rc;
+        job->upload = true;
+        job->opts.offset = ds_store_upload_start(job->file);
+        job->opts.length = UINT64_MAX;
+        job->opts.limit = s->allocate && s->allocate > job->opts.offset ? s->allocate : UINT64_MAX;
+        job->opts.on_prefix = on_prefix;
+        job->opts.prefix_ctx = job->file;
+        return 0;
+}
+
+void xfer_cmd_stor(struct session *s, const char *arg, bool append)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct job job = {.upload = true};
+
+        if (s->anonymous || s->range_end) {
+                session_reply(s, s->anonymous ? "550 Permission denied: read-only."
+                                              : "504 RANG applies to RETR and HASH.");
+                xfer_reset(s);
+                return;
+        }
+        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        if (rc < 0)
+                session_reply_errno(s, rc, arg);
+        if (rc < 0 || start_upload(s, arg, path, append, &job) < 0) {
+                xfer_reset(s);
+                return;
+        }
+        rc = run_job(s, &job);
+        bool whole = rc == 0 && upload_whole(s, &job);
+        int commit_rc = whole ? ds_store_commit(job.file) : 0;
+        rc = rc == 0 ? commit_rc : rc;
+        if (job.connected)
+                log_transfer(s, append ? "APPE" : "STOR", path, &job.result,
+                             whole && rc == 0 ? "ok" : "kept partial");
+        bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
+        if (whole && rc == 0)
+                reply_done(s, "Transfer complete.");
+        else if (commit_rc < 0 && !full)
+                session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
+        else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
+                 !atomic_load(&s->ctl_gone))
+                session_reply(s,
+                              "451 Upload incomplete: %llu bytes of %llu announced; kept for "
+                              "REST.",
+                              (unsigned long long)(job.opts.offset + job.result.bytes),
+                              (unsigned long long)s->allocate);
+        else if (job.connected || full)
+                reply_cut(s, rc, job.err.text);
+        /* Kept for REST unless the disk is full or the data overran what was announced. */
+        job_end(s, &job, !full);
+}
+
+/* A listing being written: to the data connection in chunks, or into a reply. */
+struct lister {
+        struct session *s;
+        enum xftpd_verb verb;
+        int fd; /* the data connection; -1: the control connection (STAT, MLST) */
+        time_t now;
+        int rc;
+        size_t used;
+        char buf[LIST_CHUNK + 4096];
+};
+
+static int lister_flush(struct lister *l)
+{
+        struct ds_data_opts opts = data_opts(l->s, &l->s->xfer_stop);
+        struct ds_error err;
+
+        if (l->rc == 0 && l->used > 0 && l->fd >= 0)
+                l->rc = ds_data_write_all(l->fd, l->buf, l->used, &opts, &err);
+        else if (l->rc == 0 && l->used > 0)
+                l->rc =
+                    send(l->s->ctl, l->buf, l->used, MSG_NOSIGNAL) == (ssize_t)l->used ? 0 : -EPIPE;
+        l->used = 0;
+        return l->rc;
+}
+
+/* "type=file;size=10;modify=20240101120000;perm=rw; " as RFC 3659 spells the facts. */
+static int mlsx_facts(char *out, size_t len, const struct ds_store_stat *st, bool read_only)
+{
+        struct tm tm;
+        time_t t = (time_t)st->mtime;
+        const char *perm = st->dir ? (read_only ? "el" : "cdeflmp") : (read_only ? "r" : "adfrw");
+
+        gmtime_r(&t, &tm);
+        return snprintf(out, len, "type=%s;size=%llu;modify=%04d%02d%02d%02d%02d%02d;perm=%s; ",
+                        st->dir ? "dir" : "file", (unsigned long long)st->size, tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, perm);
+}
+
+/* "drwxr-xr-x 1 ftp ftp 4096 Jan  1 12:00 " as ls -l prints it, the form clients parse. */
+static int ls_fields(char *out, size_t len, const struct ds_store_stat *st, time_t now)
+{
+        static const char rwx[] = "rwxrwxrwx";
+        char mode[11], when[16];
+        struct tm tm;
+        time_t t = (time_t)st->mtime;
+
+        mode[0] = st->dir ? 'd' : '-';
+        for (int i = 0; i < 9; i++)
+                mode[i + 1] = st->mode & (0400u >> i) ? rwx[i] : '-';
+        mode[10] = '\0';
+        gmtime_r(&t, &tm);
+        bool recent = t <= now + 3600 && now - t < 180 * 86400;
+        strftime(when, sizeof(when), recent ? "%b %e %H:%M" : "%b %e  %Y", &tm);
+        return snprintf(out, len, "%s 1 ftp ftp %13llu %s ", mode, (unsigned long long)st->size,
+                        when);
+}
+
+static int list_entry(const char *name, const struct ds_store_stat *st, void *ctx)
+{
+        struct lister *l = ctx;
+        size_t room = sizeof(l->buf) - l->used;
+        char *at = l->buf + l->used;
+        int n = 0;
+
+        /* A name no command could name (control bytes) would break the listing's lines. */
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return 0;
+        if (l->fd < 0) /* inside a multi-line reply: a space first, as MLST wants */
+                at[n++] = ' ';
+        if (l->verb == V_MLSD || l->verb == V_MLST)
+                n += mlsx_facts(at + n, room - (size_t)n, st, l->s->anonymous);
+        else if (l->verb != V_NLST)
+                n += ls_fields(at + n, room - (size_t)n, st, l->now);
+        n += snprintf(at + n, room - (size_t)n, "%s\r\n", name);
+        if ((size_t)n >= room)
+                return -ENAMETOOLONG;
+        l->used += (size_t)n;
+        return l->used >= LIST_CHUNK ? lister_flush(l) : 0;
+}
+
+/* Lists path into l: a directory's entries, or a file's own line. */
+static int list_path(struct lister *l, const char *path, const char *shown)
+{
+        struct ds_store_stat st;
+        int rc = ds_store_stat(l->s->config->store, path, &st);
+
+        if (rc < 0)
+                return rc;
+        if (!st.dir || l->verb == V_MLST)
+                rc = list_entry(shown, &st, l);
+        else
+                rc = ds_store_list(l->s->config->store, path, list_entry, l);
+        return rc < 0 ? rc : lister_flush(l);
+}
+
+/* LIST's argument without ls options ("-la", "-a dir"), which clients send and which
+ * cannot name a file here. */
+static const char *skip_ls_options(const char *arg)
+{
+        while (arg[0] == '-') {
+                arg += strcspn(arg, " ");
+                arg += strspn(arg, " ");
+        }
+        return arg;
+}
+
+void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct lister *l = calloc(1, sizeof(*l));
+        struct watch w;
+        int fd = -1;
+
+        const char *name = verb == V_LIST || verb == V_NLST ? skip_ls_options(arg) : arg;
+        int rc = l ? ds_store_path(s->cwd, name, path, sizeof(path)) : -ENOMEM;
+        if (rc == 0)
+                rc = ds_store_stat(s->config->store, path, &(struct ds_store_stat){0});
+        if (rc < 0) {
+                session_reply_errno(s, rc, name);
+        } else if (watch_start(&w, s) == 0) {
+                /* A listing is one plain stream on one connection, whatever MODE says. */
+                if (open_data(s, &fd, 1) == 0) {
+                        session_reply(s, "150 Here comes the listing.");
+                        *l = (struct lister){.s = s, .verb = verb, .fd = fd, .now = time(NULL)};
+                        rc = list_path(l, path, name);
+                        ds_data_close(&fd, 1);
+                        if (rc == 0)
+                                reply_done(s, "Listing sent.");
+                        else
+                                reply_cut(s, rc, strerror(-rc));
+                }
+                watch_stop(&w);
+        }
+        free(l);
+        xfer_reset(s);
+}
+
+void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct lister *l = calloc(1, sizeof(*l));
+        int code = verb == V_MLST ? 250 : 213;
+
+        int rc = l ? ds_store_path(s->cwd, arg, path, sizeof(path)) : -ENOMEM;
+        if (rc == 0)
+                rc = ds_store_stat(s->config->store, path, &(struct ds_store_stat){0});
+        if (rc == 0) {
+                *l = (struct lister){.s = s, .verb = verb, .fd = -1, .now = time(NULL)};
+                session_reply(s, "%d-Status of /%s:", code, path);
+                rc = list_path(l, path, arg[0] ? arg : "/");
+                session_reply(s, "%d End", code);
+        } else {
+                session_reply_errno(s, rc, arg);
+        }
+        free(l);
+}
+
+void xfer_cmd_hash(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX], hex[DS_HASH_HEX_MAX];
+        struct ds_store_file *file = NULL;
+        struct ds_error err;
+        uint64_t end = 0;
+
+        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        if (rc == 0)
+                rc = ds_store_open_read(s->config->store, path, &file);
+        if (rc < 0) {
+                session_reply_errno(s, rc, arg);
+                xfer_reset(s);
+                return;
+        }
+        uint64_t start = s->range_start, stop = s->range_end ? s->range_end : UINT64_MAX;
+        rc = ds_hash_file(ds_store_xfile(file), s->hash_algo, start, stop, s->config->block,
+                          s->config->stop, hex, &end, &err);
+        ds_store_file_close(file, false);
+        if (rc == 0)
+                session_reply(s, "213 %s %llu-%llu %s %s", ds_hash_name(s->hash_algo),
+                              (unsigned long long)start, (unsigned long long)end, hex, arg);
+        else
+                session_reply(s, "451 Cannot hash %s: %s", arg, err.text);
+        xfer_reset(s);
+}
