@@ -29,7 +29,7 @@ grep -Eq '^piped +3000000 +width 3 unit 1M' "$work/ls" || fail "ls: $(cat "$work
 grep -Eq '^src +3000000' "$work/ls" || fail "ls lacks src: $(cat "$work/ls")"
 pass "ls lists both files"
 
-"$stripe" ls --json "$D" | jq -e 'select(.name=="piped") | .size==3000000 and .width==3 and .data_checksums' >/dev/null ||
+"$stripe" ls --json "$D" | jq -se 'map(select(.name=="piped"))[0] | .state=="ok" and .size==3000000 and .width==3 and .data_checksums' >/dev/null ||
 	fail "ls --json"
 "$stripe" stat --json "$D" piped | jq -e '.unit==1048576 and (.set_id|length)==32' >/dev/null || fail "stat --json"
 "$stripe" stat "$D" piped | grep -q "member 2 .*/d2/piped" || fail "stat lists members"

@@ -91,7 +91,7 @@ pass "get still reads from a read-only directory"
 
 # An interrupted put (SIGINT while it waits on stdin) removes its temporary members.
 mkfifo "$work/fifo"
-"$stripe" put - "$D" cut <"$work/fifo" 2>"$work/cut.err" &
+"$stripe" put - "$D" cut <"$work/fifo" >"$work/cut.out" 2>"$work/cut.err" &
 put_pid=$!
 exec 7>"$work/fifo"
 head -c 3000000 /dev/urandom >&7
@@ -100,8 +100,8 @@ kill -INT "$put_pid"
 status=0
 wait "$put_pid" || status=$?
 exec 7>&-
-[ "$status" = 1 ] || fail "interrupted put exited $status"
-grep -q "interrupted" "$work/cut.err" || fail "interrupted put: $(cat "$work/cut.err")"
+[ "$status" = 130 ] || fail "interrupted put exited $status (expected 130)"
+grep -q "interrupted" "$work/cut.out" || fail "interrupted put: $(cat "$work/cut.out")"
 no_leftovers cut "$work/d0" "$work/d1" "$work/d2"
 pass "an interrupted put leaves nothing behind"
 
