@@ -19,6 +19,10 @@ static const char *member_name(const struct stripe_member *m)
         return m->tmp_path ? m->tmp_path : m->path;
 }
 
+/* One system call moves at most this much, so a stop waits for no more than one such
+ * chunk per member (160 ms on a 50 MB/s disk) whatever the unit. */
+#define CHUNK_MAX (8u << 20)
+
 static bool direct_ok(const uint8_t *buf, size_t len, uint64_t pos)
 {
         return ((uintptr_t)buf % DS_STRIPE_MIN_UNIT) == 0 && len % DS_STRIPE_MIN_UNIT == 0 &&
@@ -34,9 +38,11 @@ static int member_io(struct stripe_member *m, const struct stripe_request *req,
         uint64_t pos = DS_STRIPE_HEADER_SIZE + req->data_offset;
         size_t done = 0;
 
+        if (m->stripe->stop && atomic_load(m->stripe->stop))
+                return ds_fail(err, -EINTR, "member %u: interrupted", m->index);
         while (done < req->len) {
                 uint8_t *at = req->buf + done;
-                size_t left = req->len - done;
+                size_t left = req->len - done < CHUNK_MAX ? req->len - done : CHUNK_MAX;
                 bool direct = m->fd_direct >= 0 && direct_ok(at, left, pos + done);
                 int fd = direct ? m->fd_direct : m->fd;
                 ssize_t n = req->write ? pwrite(fd, at, left, (off_t)(pos + done))
@@ -61,10 +67,12 @@ static int member_io(struct stripe_member *m, const struct stripe_request *req,
                             m->index, member_name(m),
                             (unsigned long long)(req->data_offset + done));
                 if (n == 0) {
-                        memset(at, 0, left);
+                        memset(at, 0, req->len - done);
                         break;
                 }
                 done += (size_t)n;
+                if (done < req->len && m->stripe->stop && atomic_load(m->stripe->stop))
+                        return ds_fail(err, -EINTR, "member %u: interrupted", m->index);
         }
         return 0;
 }
