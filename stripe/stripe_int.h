@@ -58,11 +58,17 @@ struct stripe_member {
         int fd_direct;  /* O_DIRECT descriptor, -1 when refused or not wanted */
         bool direct_refused;
         struct ds_stripe_header header; /* as last read from or written to disk */
-        struct data_crc written;        /* updated by the submitter */
-        struct data_crc read;           /* updated by the waiter */
+        struct data_crc written;        /* updated by the checker while the engine runs */
+        struct data_crc read;           /* updated by the checker while the engine runs */
         pthread_t worker;
         bool worker_running;
         struct member_queue queue;
+        /* Checksums run on their own thread, behind the I/O: the worker hands each piece it
+         * moved to the checker and starts the next at once, so the disk never waits for a
+         * CRC. Pieces reach the checker in queue order, which keeps the running CRCs. */
+        pthread_t checker;
+        bool checker_running;
+        struct member_queue checks;
 };
 
 /* One submit in flight. pending, error and err are guarded by the stripe's done_lock. */

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Guest half of bench/stripe-vs-md.sh (boot.sh --disks 4 --disk-bps B): stripe put and get
+# with data checksums on over the four ext4 disks, against the kernel's md RAID-0 (no
+# checksums) on the same four disks, ext4 on the array, dd O_DIRECT with fsync. Each
+# writes SIZE MiB from tmpfs and reads it back to /dev/null. ORDER says who goes first.
+# Appends "tool<TAB>op<TAB>MB/s" lines to $DS_VM_WORK/results.tsv.
+#   stripe-vs-md.guest.sh SIZE_MIB ORDER(stripe-first|md-first)
+set -euo pipefail
+. "$DS_SRC/tests/vm/guest-lib.sh"
+mib=$1 order=$2
+stripe=$DS_BIN/stripe
+out=$DS_VM_WORK/results.tsv
+IFS=, read -ra dirs <<<"$DS_VM_DISKS"
+[ "${#dirs[@]}" = 4 ] || ds_vm_die "needs 4 disks, got $DS_VM_DISKS"
+devs=()
+for d in "${dirs[@]}"; do devs+=("$(findmnt -n -o SOURCE "$d")"); done
+head -c $((mib << 20)) /dev/urandom >"$TMPDIR/src"
+
+rate() { awk -v b="$1" -v a="$2" -v c="$3" 'BEGIN { printf "%.1f", b / (c - a) / 1e6 }'; }
+now() { date +%s.%N; }
+
+run_stripe() {
+	local j
+	"$stripe" put --json "$TMPDIR/src" "$DS_VM_DISKS" f >"$TMPDIR/put.json"
+	"$stripe" get --json "$DS_VM_DISKS" f /dev/null >"$TMPDIR/get.json"
+	for j in put get; do
+		jq -e '.MB_per_s > 0 and (.interrupted | not)' "$TMPDIR/$j.json" >/dev/null ||
+			ds_vm_die "stripe $j: $(cat "$TMPDIR/$j.json")"
+		printf 'stripe\t%s\t%s\n' "$j" "$(jq .MB_per_s "$TMPDIR/$j.json")" >>"$out"
+	done
+	"$stripe" rm "$DS_VM_DISKS" f >/dev/null
+}
+
+run_md() {
+	local d t0 t1 t2 bytes=$((mib << 20))
+	for d in "${dirs[@]}"; do umount "$d"; done
+	ds_vm_modprobe raid0
+	mdadm --create /dev/md0 --run --force --level=0 --chunk=1024 --raid-devices=4 "${devs[@]}" \
+		>/dev/null 2>&1 || ds_vm_die "mdadm --create failed"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/md0
+	mkdir -p /run/dsvm/md
+	mount -o noatime /dev/md0 /run/dsvm/md
+	t0=$(now)
+	dd if="$TMPDIR/src" of=/run/dsvm/md/f bs=4M oflag=direct conv=fsync status=none
+	t1=$(now)
+	dd if=/run/dsvm/md/f of=/dev/null bs=4M iflag=direct status=none
+	t2=$(now)
+	printf 'md\tput\t%s\nmd\tget\t%s\n' "$(rate "$bytes" "$t0" "$t1")" "$(rate "$bytes" "$t1" "$t2")" >>"$out"
+	umount /run/dsvm/md
+	mdadm --stop /dev/md0 >/dev/null 2>&1
+	for d in "${!dirs[@]}"; do
+		mdadm --zero-superblock "${devs[$d]}" >/dev/null 2>&1 || true
+		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "${devs[$d]}"
+		mount -o noatime "${devs[$d]}" "${dirs[$d]}"
+	done
+}
+
+if [ "$order" = md-first ]; then
+	run_md
+	run_stripe
+else
+	run_stripe
+	run_md
+fi
+echo "ok: stripe and md, $mib MiB, $order"

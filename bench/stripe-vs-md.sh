@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# stripe against the kernel's md RAID-0 on the same four throttled disks of the test VM
+# (tests/vm): stripe put and get with data checksums on (ext4 on each disk) and md RAID-0
+# (ext4 on the array, dd O_DIRECT 4M, fsync), SIZE MiB from tmpfs and back to /dev/null.
+# One VM boot per run, who goes first alternating. Prints medians, spreads (min-max) and
+# stripe/md ratios; the Bar is >= 0.95 for put and get. MB/s = 10^6 bytes/s.
+# Needs root, qemu and a VM cache (tests/vm/prepare.sh; DS_VM_CACHE names it). Run it
+# under flock /tmp/ds-bench.lock on a shared machine.
+#   DS_BIN=build/bin bench/stripe-vs-md.sh [BOOTS] [SIZE_MIB] [DISK_BPS]
+set -euo pipefail
+bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+boots=${1:-3}
+mib=${2:-256}
+bps=${3:-50000000}
+for v in "$boots" "$mib" "$bps"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench: '$v' is not a positive count" >&2; exit 1; }
+done
+[ -x "$bin/stripe" ] || { echo "bench: no stripe in DS_BIN=$bin" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/vm"
+
+for ((boot = 1; boot <= boots; boot++)); do
+	order=stripe-first
+	((boot % 2 == 0)) && order=md-first
+	DS_SRC=$(cd "$here/.." && pwd) DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --disks 4 --disk-bps "$bps" \
+		--timeout $((300 + mib * 4)) --workdir "$work/vm" \
+		"$here/stripe-vs-md.guest.sh" "$mib" "$order" >"$work/console.log" 2>&1 || {
+		tail -30 "$work/console.log" >&2
+		echo "bench: boot $boot failed (its console above)" >&2
+		exit 1
+	}
+	echo "boot $boot ($order): $(awk -F'\t' -v n=4 '{ a[NR] = $0 } END { for (i = NR - 3; i <= NR; i++) printf "%s  ", a[i] }' "$work/vm/results.tsv" | tr '\t' ' ')"
+done
+
+results=$work/vm/results.tsv
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
+pick() { awk -F'\t' -v t="$1" -v o="$2" '$1 == t && $2 == o { print $3 }' "$results"; }
+printf '\nstripe (checksums on) vs md RAID-0, 4 disks at %s B/s each, %s MiB, %s boots\n' "$bps" "$mib" "$boots"
+printf '%-4s %14s %10s %12s %10s %8s\n' op "stripe median" "(min-max)" "md median" "(min-max)" ratio
+for op in put get; do
+	s=$(pick stripe $op | median)
+	m=$(pick md $op | median)
+	printf '%-4s %14.1f %10s %12.1f %10s %8.3f\n' "$op" "$s" "$(pick stripe $op | spread)" "$m" \
+		"$(pick md $op | spread)" "$(awk -v a="$s" -v b="$m" 'BEGIN { print a / b }')"
+done
