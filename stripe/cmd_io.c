@@ -190,7 +190,7 @@ int cmd_put(const struct stripe_cmd *cmd)
         } else {
                 t.fd = open_maybe_direct(cmd->args[0], O_RDONLY, !cmd->no_direct, &t.fd_direct);
                 if (t.fd < 0 && cmd_interrupted)
-                        return cmd_interrupted_status();
+                        errx(cmd_interrupted_status(), "put: interrupted opening %s", cmd->args[0]);
                 if (t.fd < 0)
                         err(1, "put: %s", cmd->args[0]);
         }
@@ -272,10 +272,9 @@ static void open_dest(struct transfer *t)
         if (stat(t->fd_name, &st) == 0 && S_ISDIR(st.st_mode))
                 errx(2, "get: %s is a directory (expected a file name)", t->fd_name);
         if (errno = 0, stat(t->fd_name, &st) == 0 && !S_ISREG(st.st_mode)) {
+                /* A FIFO's open waits for a reader; a signal ends the wait (no SA_RESTART). */
                 t->fd = open(t->fd_name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-                if (t->fd < 0 && cmd_interrupted)
-                        exit(cmd_interrupted_status());
-                if (t->fd < 0)
+                if (t->fd < 0 && !cmd_interrupted)
                         err(1, "get: %s", t->fd_name);
                 return;
         }
@@ -344,14 +343,16 @@ int cmd_get(const struct stripe_cmd *cmd)
         if (rc != 0)
                 errx(1, "get: %s", e.text);
         cmd_note_buffered(t.stripe, (const char *const *)t.dirs);
+        ds_stripe_stat(t.stripe, &info);
+        transfer_started(&t, info.size);
         if (to_stdout) {
                 t.fd = STDOUT_FILENO;
                 t.fd_name = "stdout";
         } else {
                 open_dest(&t);
         }
-        ds_stripe_stat(t.stripe, &info);
-        transfer_started(&t, info.size);
+        if (t.fd < 0)
+                return transfer_fail(&t, "get", &e); /* a signal, waiting for a FIFO reader */
         rc = ds_stripe_stream_pool(t.stripe, &t.pool, &e);
         if (rc == 0)
                 rc = ds_stripe_read_stream(t.stripe, t.pool, drain_to_fd, &t, &e);

@@ -162,7 +162,7 @@ int main(int argc, char **argv)
                                 errx(2, "-u: '%s' is not a multiple of 4K", optarg);
                         break;
                 case 's':
-                        cmd.size = ds_cli_size("-s", optarg, 1, DS_STRIPE_MAX_SIZE);
+                        cmd.size = ds_cli_size("-s", optarg, 1, 1ull << 50);
                         break;
                 case 'm':
                         cmd.mem = ds_cli_size("-m", optarg, 64 * 1024, 1ull << 40);
