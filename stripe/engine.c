@@ -119,6 +119,13 @@ static void enqueue(struct member_queue *q, const struct stripe_request *req)
         pthread_mutex_unlock(&q->lock);
 }
 
+static int member_sync(struct stripe_member *m, bool dir, struct ds_error *err)
+{
+        if (fsync(m->fd) != 0)
+                return ds_fail(err, -errno, "member %u (%s): fsync", m->index, member_name(m));
+        return dir ? stripe_sync_dir_of(member_name(m), err) : 0;
+}
+
 static void *member_worker(void *arg)
 {
         struct stripe_member *m = arg;
@@ -126,11 +133,12 @@ static void *member_worker(void *arg)
 
         while (dequeue(&m->queue, &req)) {
                 struct ds_error err;
-                int rc = member_io(m, &req, &err);
+                int rc = req.sync ? member_sync(m, req.sync == SYNC_FILE_AND_DIR, &err)
+                                  : member_io(m, &req, &err);
 
-                if (rc == 0 && m->stripe->live)
+                if (rc == 0 && m->stripe->live && !req.sync)
                         ds_live_add(m->stripe->live, 1, req.len);
-                if (rc == 0 && m->checker_running)
+                if (rc == 0 && m->checker_running && !req.sync)
                         enqueue(&m->checks, &req);
                 else
                         complete(m->stripe, req.slot, rc, &err);
@@ -238,29 +246,53 @@ void data_crc_reset(struct data_crc *crc)
         crc->ok = true;
 }
 
+/* A free slot's ticket, with the engine running; -EBUSY when every slot is in flight. */
+static int take_slot(struct ds_stripe *stripe, struct ds_error *err)
+{
+        int rc;
+
+        for (int ticket = 0; ticket < (int)stripe->depth; ticket++) {
+                if (stripe->slots[ticket].busy)
+                        continue;
+                if (!stripe->engine_running && (rc = stripe_engine_start(stripe, err)) != 0)
+                        return rc;
+                return ticket;
+        }
+        return stripe_reject(err, -EBUSY, "all %u submits are in flight; wait for one",
+                             stripe->depth);
+}
+
+int stripe_sync_all(struct ds_stripe *stripe, enum stripe_sync what, struct ds_error *err)
+{
+        int ticket = take_slot(stripe, err);
+        struct stripe_slot *slot;
+
+        if (ticket < 0)
+                return ticket;
+        slot = &stripe->slots[ticket];
+        *slot = (struct stripe_slot){.busy = true, .pending = stripe->width};
+        for (unsigned i = 0; i < stripe->width; i++) {
+                struct stripe_request req = {.slot = slot, .sync = (uint8_t)what};
+                enqueue(&stripe->members[i].queue, &req);
+        }
+        return ds_stripe_wait(stripe, ticket, NULL, err);
+}
+
 static int submit(struct ds_stripe *stripe, bool write, uint8_t *buf, size_t len, uint64_t offset,
                   struct ds_error *err)
 {
         struct stripe_slot *slot = NULL;
         unsigned pieces = 0;
-        int ticket, rc;
+        int ticket;
 
         if (write && !stripe->writable)
                 return stripe_reject(err, -EBADF, "the striped file is open read-only");
         if (offset > DS_STRIPE_MAX_SIZE || len > DS_STRIPE_MAX_SIZE - offset)
                 return stripe_reject(err, -EFBIG, "offset %llu + %zu is beyond the largest file",
                                      (unsigned long long)offset, len);
-        for (ticket = 0; ticket < (int)stripe->depth; ticket++) {
-                if (!stripe->slots[ticket].busy) {
-                        slot = &stripe->slots[ticket];
-                        break;
-                }
-        }
-        if (!slot)
-                return stripe_reject(err, -EBUSY, "all %u submits are in flight; wait for one",
-                                     stripe->depth);
-        if (!stripe->engine_running && (rc = stripe_engine_start(stripe, err)) != 0)
-                return rc;
+        if ((ticket = take_slot(stripe, err)) < 0)
+                return ticket;
+        slot = &stripe->slots[ticket];
         if (!write)
                 len = offset >= stripe->size
                           ? 0

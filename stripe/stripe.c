@@ -459,7 +459,7 @@ static int idle(struct ds_stripe *stripe, const char *what, struct ds_error *err
         return 0;
 }
 
-int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
+static int sync_members(struct ds_stripe *stripe, enum stripe_sync what, struct ds_error *err)
 {
         int rc;
 
@@ -467,10 +467,12 @@ int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
                 return rc;
         if (stripe->writable && stripe->dirty && (rc = stripe_write_headers(stripe, err)) != 0)
                 return rc;
-        for (unsigned i = 0; i < stripe->width; i++)
-                if (fsync(stripe->members[i].fd) != 0)
-                        return ds_fail(err, -errno, "member %u: fsync", i);
-        return 0;
+        return stripe_sync_all(stripe, what, err);
+}
+
+int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
+{
+        return sync_members(stripe, SYNC_FILE, err);
 }
 
 int stripe_sync_dir_of(const char *path, struct ds_error *err)
@@ -494,7 +496,9 @@ int stripe_sync_dir_of(const char *path, struct ds_error *err)
 /* The commit point is one rename: member 0 under its final name. Before it, a file
  * already under that name is whole and untouched; after it, the new one is, its other
  * members found under their temporary names (which member 0's set id names) until they
- * are renamed too. Every member and directory entry is durable before the commit. */
+ * are renamed too. Every member and its directory entry is durable before the commit (all
+ * disks syncing at once), member 0's new name right after it; the other renames need no
+ * sync, since a crash that loses one leaves the temporary name readers look for. */
 int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
 {
         unsigned flags = stripe->flags & DS_STRIPE_REPLACE ? 0 : RENAME_NOREPLACE;
@@ -505,11 +509,8 @@ int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
                 return stripe_reject(err, -EINVAL,
                                      "commit: the file was not created by this handle");
         stripe->dirty = true;
-        if ((rc = ds_stripe_fsync(stripe, err)) != 0)
+        if ((rc = sync_members(stripe, SYNC_FILE_AND_DIR, err)) != 0)
                 return rc;
-        for (unsigned i = 0; i < stripe->width; i++)
-                if ((rc = stripe_sync_dir_of(stripe->members[i].tmp_path, err)) != 0)
-                        return rc;
         if (renameat2(AT_FDCWD, first->tmp_path, AT_FDCWD, first->path, flags) != 0)
                 return ds_fail(err, -errno, "member 0: rename %s to %s", first->tmp_path,
                                first->path);
@@ -532,8 +533,6 @@ int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
                         m->tmp_path = NULL;
                 }
         }
-        for (unsigned i = 1; rc == 0 && i < stripe->width; i++)
-                rc = stripe_sync_dir_of(stripe->members[i].path, err);
         return rc;
 }
 

@@ -30,7 +30,10 @@ struct stripe_request {
         size_t len;
         uint64_t data_offset;
         bool write;
+        uint8_t sync; /* enum stripe_sync: an fsync instead of data */
 };
+
+enum stripe_sync { SYNC_NONE, SYNC_FILE, SYNC_FILE_AND_DIR };
 
 struct member_queue {
         pthread_mutex_t lock;
@@ -109,6 +112,9 @@ struct ds_stripe {
 int stripe_engine_start(struct ds_stripe *stripe, struct ds_error *err);
 void stripe_engine_stop(struct ds_stripe *stripe);
 int stripe_drain(struct ds_stripe *stripe, struct ds_error *err);
+/* fsyncs every member (and, with SYNC_FILE_AND_DIR, the directory entry it has now) on
+ * the members' own workers, so every disk syncs at once. No submit may be in flight. */
+int stripe_sync_all(struct ds_stripe *stripe, enum stripe_sync what, struct ds_error *err);
 void data_crc_reset(struct data_crc *crc);
 
 /* stripe.c */

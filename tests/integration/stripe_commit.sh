@@ -10,11 +10,13 @@ D=$work/d0,$work/d1,$work/d2,$work/d3
 head -c 3000000 /dev/urandom >"$work/old"
 head -c 2000000 /dev/urandom >"$work/new"
 
-# killed_put SYSCALL N: put -f new over old, SIGKILLed as it makes its Nth SYSCALL.
-# Prints "killed" or "completed".
+# killed_put SYSCALL N [FOLLOW]: put -f new over old, SIGKILLed as one of its threads
+# makes its Nth SYSCALL (strace counts per thread; FOLLOW "no" watches the main thread
+# only). Prints "killed" or "completed".
 killed_put() {
-	local status=0
-	strace -f -qq -o /dev/null -e trace="$1" -e inject="$1":signal=KILL:when="$2" \
+	local status=0 follow=-f
+	[ "${3:-}" = no ] && follow=
+	strace $follow -qq -o /dev/null -e trace="$1" -e inject="$1":signal=KILL:when="$2" \
 		"$stripe" put -f -u 64K "$work/new" "$D" f >/dev/null 2>&1 || status=$?
 	case $status in
 	0) echo completed ;;
@@ -36,34 +38,56 @@ which_file() {
 	fi
 }
 
-renames=rename,renameat,renameat2 # glibc picks one by the flags
-for call in fsync $renames; do
-	seen_old=0 seen_new=0
-	for ((n = 1; n <= 40; n++)); do
-		rm -rf "$work"/d?/* "$work"/d?/.dstmp.* 2>/dev/null || true
-		"$stripe" put -u 64K "$work/old" "$D" f >/dev/null
-		outcome=$(killed_put "$call" "$n")
-		got=$(which_file "$call #$n")
-		[ "$got" = old ] && seen_old=$((seen_old + 1))
-		[ "$got" = new ] && seen_new=$((seen_new + 1))
-		"$stripe" ls "$D" >"$work/ls" || fail "$call #$n: ls says damaged: $(cat "$work/ls")"
-		"$stripe" fsck "$D" >"$work/fsck" || fail "$call #$n: fsck: $(cat "$work/fsck")"
-		[ -z "$(ls -A "$work"/d? | grep '^\.dstmp\.' || true)" ] || fail "$call #$n: fsck left temporaries"
-		[ "$(which_file "$call #$n after fsck")" = "$got" ] || fail "$call #$n: fsck changed the file"
-		"$stripe" put -f "$work/new" "$D" f >/dev/null || fail "$call #$n: the next put failed"
-		[ "$(which_file "$call #$n next put")" = new ] || fail "$call #$n: next put"
-		[ "$outcome" = completed ] && break
-	done
-	[ "$outcome" = completed ] || fail "$call: the put never completed within 40 injections"
-	[ "$seen_old" -gt 0 ] && [ "$seen_new" -gt 1 ] ||
-		fail "$call: kills gave old $seen_old times, new $seen_new times: the commit is not in between"
-	pass "put killed at each of $((n - 1)) calls of $call: old file $seen_old times, new file $((seen_new - 1)) times, never neither"
+fresh() {
+	rm -rf "$work"/d?/* "$work"/d?/.dstmp.* 2>/dev/null || true
+	"$stripe" put -u 64K "$work/old" "$D" f >/dev/null
+}
+# after_kill WHAT: ls, fsck and the next put all cope with what the kill left.
+after_kill() {
+	local got
+	got=$(which_file "$1")
+	"$stripe" ls "$D" >"$work/ls" || fail "$1: ls says damaged: $(cat "$work/ls")"
+	"$stripe" fsck "$D" >"$work/fsck" || fail "$1: fsck: $(cat "$work/fsck")"
+	[ -z "$(ls -A "$work"/d? | grep '^\.dstmp\.' || true)" ] || fail "$1: fsck left temporaries"
+	[ "$(which_file "$1 after fsck")" = "$got" ] || fail "$1: fsck changed the file"
+	"$stripe" put -f "$work/new" "$D" f >/dev/null || fail "$1: the next put failed"
+	[ "$(which_file "$1 next put")" = new ] || fail "$1: next put"
+	echo "$got"
+}
+
+# fsync: each member's worker syncs its member, then the directory entry (all disks at
+# once, before the commit); the main thread syncs member 0's directory after the rename.
+for n in 1 2; do
+	fresh
+	[ "$(killed_put fsync "$n")" = killed ] || fail "put not killed at a worker's fsync #$n"
+	[ "$(after_kill "worker fsync #$n")" = old ] || fail "killed at a worker's fsync #$n: not the old file"
 done
+fresh
+[ "$(killed_put fsync 3)" = completed ] || fail "a worker makes more than two fsyncs"
+[ "$(after_kill "no fsync killed")" = new ] || fail "completed put: not the new file"
+fresh
+[ "$(killed_put fsync 1 no)" = killed ] || fail "put not killed at the main thread's fsync"
+[ "$(after_kill "commit fsync")" = new ] || fail "killed after the commit rename: not the new file"
+pass "put killed at a member's fsync, its directory's fsync (old file) and after the commit (new file)"
+
+renames=rename,renameat,renameat2 # glibc picks one by the flags
+seen_old=0 seen_new=0
+for ((n = 1; n <= 40; n++)); do
+	fresh
+	outcome=$(killed_put $renames "$n")
+	got=$(after_kill "rename #$n")
+	[ "$got" = old ] && seen_old=$((seen_old + 1))
+	[ "$got" = new ] && seen_new=$((seen_new + 1))
+	[ "$outcome" = completed ] && break
+done
+[ "$outcome" = completed ] || fail "the put never completed within 40 injected renames"
+[ "$seen_old" = 1 ] && [ "$seen_new" -gt 1 ] ||
+	fail "kills at renames gave old $seen_old times, new $seen_new times: member 0's rename is not the commit"
+pass "put killed at each of its $((n - 1)) renames: old file before member 0's, new file after, never neither"
 
 # A commit cut short after member 0: the other members are found under their temporary
 # names, and the next put of that name (not only fsck) puts them in place.
-rm -rf "$work"/d?/* "$work"/d?/.dstmp.* 2>/dev/null || true
-"$stripe" put -u 64K "$work/old" "$D" f >/dev/null
+fresh
 [ "$(killed_put $renames 2)" = killed ] || fail "put was not killed at its second rename"
 ls -A "$work/d3" | grep -q '^\.dstmp\.' || fail "no temporary member after a commit cut short"
 [ "$(which_file "commit cut short")" = new ] || fail "commit cut short: not the new file"
