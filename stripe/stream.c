@@ -9,7 +9,7 @@
 
 #include "stripe_int.h"
 
-#define BUDGET_MAX (1ull << 30)
+#define BUDGET_MAX (256ull << 20) /* 4 buffers of 64 MiB: far past what keeps disks busy */
 #define BUDGET_MIN (16ull << 20)
 
 uint64_t ds_stripe_default_budget(void)
@@ -35,6 +35,13 @@ int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
                                      (unsigned long long)stripe->mem_budget, stripe->depth);
         if (size > room)
                 size = room >= unit ? room - room % unit : room;
+        /* Reading a file of known size, buffers need not pass it. */
+        if (!stripe->created && size > stripe->size) {
+                size = (stripe->size + DS_STRIPE_MIN_UNIT - 1) / DS_STRIPE_MIN_UNIT *
+                       DS_STRIPE_MIN_UNIT;
+                if (size == 0)
+                        size = DS_STRIPE_MIN_UNIT;
+        }
         return ds_pool_create(pool, (size_t)size, stripe->depth, 0, err);
 }
 

@@ -64,7 +64,7 @@ static void usage(FILE *out)
             "options: --json  one JSON object per result; --no-direct  no O_DIRECT;\n"
             "         --no-checksum  no data checksums (store none, check none);\n"
             "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M);\n"
-            "         -m SIZE buffer memory (default a sixteenth of RAM, at most 1G)\n",
+            "         -m SIZE buffer memory (default a sixteenth of RAM, at most 256M)\n",
             out);
 }
 

@@ -47,7 +47,7 @@ struct ds_stripe_options {
         const atomic_bool *stop; /* when set, streams end with -EINTR at the next buffer */
 };
 
-/* The default buffer budget: a sixteenth of the machine's memory, at most 1 GiB. */
+/* The default buffer budget: a sixteenth of the machine's memory, at most 256 MiB. */
 uint64_t ds_stripe_default_budget(void);
 
 struct ds_stripe_info {
@@ -134,8 +134,9 @@ int ds_stripe_write_stream(struct ds_stripe *stripe, struct ds_pool *pool,
 
 /* A pool suited to streaming this file: as many buffers as the stripe's depth, each one
  * full stripe (width x unit) or, where that would pass the memory budget, the largest
- * multiple of 4K (of the unit, when one fits) that keeps them all within it. -ENOMEM when
- * the budget cannot hold depth buffers of 4K. */
+ * multiple of 4K (of the unit, when one fits) that keeps them all within it, and no larger
+ * than an opened file (rounded up to 4K). -ENOMEM when the budget cannot hold depth
+ * buffers of 4K. */
 int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
                           struct ds_error *err);
 
