@@ -168,19 +168,25 @@ int cmd_verify(const struct stripe_cmd *cmd)
         cmd_name(cmd, name);
         rc = ds_stripe_verify_with((const char *const *)dirs, ndirs, name, &options, cmd->data,
                                    &info, &err);
-        if (rc == -EINTR && cmd_interrupted)
-                return cmd_interrupted_status();
+        bool interrupted = rc == -EINTR && cmd_interrupted;
 
         if (cmd->json) {
                 struct ds_json json;
                 ds_json_begin(&json, stdout);
                 ds_json_str(&json, "name", name);
                 ds_json_bool(&json, "ok", rc == 0);
-                ds_json_bool(&json, "data_checked", cmd->data);
-                if (rc != 0)
+                ds_json_bool(&json, "data_checked", cmd->data && rc == 0);
+                if (interrupted)
+                        ds_json_bool(&json, "interrupted", true);
+                else if (rc != 0)
                         ds_json_str(&json, "error", err.text);
                 ds_json_end(&json);
         }
+        if (interrupted && !cmd->json)
+                printf("%s: interrupted by signal %d, not verified\n", name,
+                       atomic_load(&cmd_signal));
+        if (interrupted)
+                return cmd_interrupted_status();
         if (rc != 0)
                 errx(1, "verify: %s", err.text);
         if (!cmd->json)
