@@ -17,6 +17,8 @@ for v in "$boots" "$mib" "$bps"; do
 done
 [ -x "$bin/stripe" ] || { echo "bench: no stripe in DS_BIN=$bin" >&2; exit 1; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/vm"
@@ -35,14 +37,5 @@ for ((boot = 1; boot <= boots; boot++)); do
 done
 
 results=$work/vm/results.tsv
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
-pick() { awk -F'\t' -v t="$1" -v o="$2" '$1 == t && $2 == o { print $3 }' "$results"; }
 printf '\nstripe (checksums on) vs md RAID-0, 4 disks at %s B/s each, %s MiB, %s boots\n' "$bps" "$mib" "$boots"
-printf '%-4s %14s %10s %12s %10s %8s\n' op "stripe median" "(min-max)" "md median" "(min-max)" ratio
-for op in put get; do
-	s=$(pick stripe $op | median)
-	m=$(pick md $op | median)
-	printf '%-4s %14.1f %10s %12.1f %10s %8.3f\n' "$op" "$s" "$(pick stripe $op | spread)" "$m" \
-		"$(pick md $op | spread)" "$(awk -v a="$s" -v b="$m" 'BEGIN { print a / b }')"
-done
+bench_ratio_table "$results" stripe md put get
