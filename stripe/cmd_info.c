@@ -220,3 +220,19 @@ int cmd_rm(const struct stripe_cmd *cmd)
         free(dirs);
         return 0;
 }
+
+int cmd_mv(const struct stripe_cmd *cmd)
+{
+        struct ds_error err;
+        unsigned ndirs;
+        char **dirs;
+
+        cmd_name(cmd, cmd->args[1]);
+        cmd_name(cmd, cmd->args[2]);
+        dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
+        if (ds_stripe_rename((const char *const *)dirs, ndirs, cmd->args[1], cmd->args[2],
+                             cmd->force, &err) != 0)
+                errx(1, "mv: %s", err.text);
+        free(dirs);
+        return 0;
+}

@@ -32,6 +32,7 @@ int cmd_verify(const struct stripe_cmd *cmd);
 int cmd_rm(const struct stripe_cmd *cmd);
 int cmd_bench(const struct stripe_cmd *cmd);
 int cmd_fsck(const struct stripe_cmd *cmd);
+int cmd_mv(const struct stripe_cmd *cmd);
 
 /* Splits DIRS or exits with a one-line error. Free the result with free(). */
 char **cmd_dirs(const struct stripe_cmd *cmd, const char *list, unsigned *ndirs);

@@ -58,6 +58,7 @@ static void usage(FILE *out)
             "       stripe stat DIRS NAME                     layout and members\n"
             "       stripe verify [--data] DIRS NAME          check headers (and data)\n"
             "       stripe rm DIRS NAME                       remove\n"
+            "       stripe mv [-f] DIRS NAME NEWNAME          rename\n"
             "       stripe fsck DIRS                          finish or undo puts cut short\n"
             "       stripe bench [-s SIZE] [-u UNIT] DIRS     sequential rates per disk, striped\n"
             "DIRS is a comma-separated list of directories, one per disk.\n"
@@ -80,6 +81,7 @@ static const struct subcommand subcommands[] = {
     {"ls", cmd_ls, 1, 1, "a"},          {"stat", cmd_stat, 2, 2, ""},
     {"verify", cmd_verify, 2, 2, "dm"}, {"rm", cmd_rm, 2, 2, ""},
     {"bench", cmd_bench, 1, 1, "sum"},  {"fsck", cmd_fsck, 1, 1, ""},
+    {"mv", cmd_mv, 3, 3, "f"},
 };
 
 /* DS_CRC32C forces a CRC-32C implementation (tests, benches); a name this CPU cannot run
@@ -130,7 +132,8 @@ int main(int argc, char **argv)
                 if (strcmp(argv[1], subcommands[i].name) == 0)
                         sub = &subcommands[i];
         if (!sub)
-                errx(2, "'%s' is not a subcommand (put, get, ls, stat, verify, rm, fsck, bench)",
+                errx(2,
+                     "'%s' is not a subcommand (put, get, ls, stat, verify, rm, mv, fsck, bench)",
                      argv[1]);
         cmd.name = sub->name;
         optind = 2;

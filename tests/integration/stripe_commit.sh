@@ -136,4 +136,22 @@ grep -Eq '^r +DAMAGED: member 0 of 4: .*/d0/r: No such file' "$work/ls" || fail 
 [ -z "$(ls -A "$work"/d? | grep '^r$' || true)" ] || fail "rm again left members"
 pass "rm cut short: damaged in ls, removed by rm again"
 
+# mv: member 0's rename is the commit point too. Killed at a link (before it) the file
+# keeps its old name; killed at a rename after member 0's, or at an unlink, it has the new.
+for case in link:1:m1 link:3:m1 $renames:1:m1 $renames:2:m2 unlink:1:m2; do
+	IFS=: read -r calls n want <<<"$case"
+	rm -rf "$work"/d?/* "$work"/d?/.dstmp.* 2>/dev/null || true
+	"$stripe" put -u 64K "$work/old" "$D" m1 >/dev/null
+	strace -f -qq -o /dev/null -e trace="$calls" -e inject="$calls":signal=KILL:when="$n" \
+		"$stripe" mv "$D" m1 m2 >/dev/null 2>&1 && fail "mv not killed at $calls #$n"
+	"$stripe" get "$D" "$want" - 2>/dev/null | cmp -s - "$work/old" ||
+		fail "mv killed at $calls #$n: $want is not the whole file"
+	"$stripe" fsck "$D" >/dev/null 2>&1 || true
+	"$stripe" get "$D" "$want" - 2>/dev/null | cmp -s - "$work/old" || fail "mv killed at $calls #$n: fsck broke $want"
+done
+"$stripe" mv "$D" m2 m3
+"$stripe" get "$D" m3 - 2>/dev/null | cmp -s - "$work/old" || fail "mv: m3 differs"
+"$stripe" ls "$D" | grep -q '^m2 ' && fail "mv: m2 still listed"
+pass "mv killed at a link, at member 0's rename, after it and at an unlink: old or new name whole"
+
 echo "all $checks checks passed"

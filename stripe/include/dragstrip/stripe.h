@@ -156,6 +156,13 @@ int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *n
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                      struct ds_error *err);
 
+/* Renames the striped file from to to, with the commit point of a put: a crash at any
+ * instant leaves from whole or to whole (the old name may then keep members without
+ * member 0, which ls shows as damaged and rm removes). Only a file that opens cleanly is
+ * renamed. -EEXIST when to exists, unless replace. */
+int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, const char *to,
+                     bool replace, struct ds_error *err);
+
 /* Calls fn for each striped file in the directories, in name order, with its info, or
  * with problem set (and info NULL) when it does not open cleanly or is not committed (as
  * ds_stripe_scan() without hidden names). A non-zero return from fn stops the walk and is
