@@ -3,7 +3,8 @@
 # with data checksums on over the four ext4 disks, against the kernel's md RAID-0 (no
 # checksums) on the same four disks, ext4 on the array, dd O_DIRECT with fsync. Each
 # writes SIZE MiB from tmpfs and reads it back to /dev/null. ORDER says who goes first.
-# Appends "tool<TAB>op<TAB>MB/s" lines to $DS_VM_WORK/results.tsv.
+# Appends "tool<TAB>op<TAB>MB/s" lines to $DS_VM_WORK/results.tsv. DS_BENCH_STRIPE_B, if set,
+# names a second stripe binary measured in the same boot (tool "stripeB"), for A/B runs.
 #   stripe-vs-md.guest.sh SIZE_MIB ORDER(stripe-first|md-first)
 set -euo pipefail
 . "$DS_SRC/tests/vm/guest-lib.sh"
@@ -16,18 +17,29 @@ devs=()
 for d in "${dirs[@]}"; do devs+=("$(findmnt -n -o SOURCE "$d")"); done
 head -c $((mib << 20)) /dev/urandom >"$TMPDIR/src"
 
+# fresh_ext4: an ext4 on each disk, mounted where it was.
+fresh_ext4() {
+	local d
+	for d in "${!dirs[@]}"; do
+		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "${devs[$d]}"
+		mount -o noatime "${devs[$d]}" "${dirs[$d]}"
+	done
+}
+
 rate() { awk -v b="$1" -v a="$2" -v c="$3" 'BEGIN { printf "%.1f", b / (c - a) / 1e6 }'; }
 now() { date +%s.%N; }
 
+# run_stripe [BINARY LABEL]: put and get with the stripe under test (or another build).
 run_stripe() {
-	local j
-	"$stripe" put --json "$TMPDIR/src" "$DS_VM_DISKS" f >"$TMPDIR/put.json"
-	"$stripe" get --json "$DS_VM_DISKS" f /dev/null >"$TMPDIR/get.json"
+	local bin=${1:-$stripe} label=${2:-stripe} j
+	"$bin" put --json "$TMPDIR/src" "$DS_VM_DISKS" f >"$TMPDIR/put.json"
+	"$bin" get --json "$DS_VM_DISKS" f /dev/null >"$TMPDIR/get.json"
 	for j in put get; do
 		jq -e '.MB_per_s > 0 and (.interrupted | not)' "$TMPDIR/$j.json" >/dev/null ||
-			ds_vm_die "stripe $j: $(cat "$TMPDIR/$j.json")"
-		printf 'stripe\t%s\t%s\n' "$j" "$(jq .MB_per_s "$TMPDIR/$j.json")" >>"$out"
+			ds_vm_die "$label $j: $(cat "$TMPDIR/$j.json")"
+		printf '%s\t%s\t%s\n' "$label" "$j" "$(jq .MB_per_s "$TMPDIR/$j.json")" >>"$out"
 	done
+	"$stripe" verify --data "$DS_VM_DISKS" f >/dev/null || ds_vm_die "stripe verify --data failed"
 	"$stripe" rm "$DS_VM_DISKS" f >/dev/null
 }
 
@@ -48,17 +60,25 @@ run_md() {
 	printf 'md\tput\t%s\nmd\tget\t%s\n' "$(rate "$bytes" "$t0" "$t1")" "$(rate "$bytes" "$t1" "$t2")" >>"$out"
 	umount /run/dsvm/md
 	mdadm --stop /dev/md0 >/dev/null 2>&1
-	for d in "${!dirs[@]}"; do
-		mdadm --zero-superblock "${devs[$d]}" >/dev/null 2>&1 || true
-		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "${devs[$d]}"
-		mount -o noatime "${devs[$d]}" "${dirs[$d]}"
-	done
+	for d in "${devs[@]}"; do mdadm --zero-superblock "$d" >/dev/null 2>&1 || true; done
+	fresh_ext4
 }
 
+# The disk images start sparse: the first write to each block costs the host an
+# allocation. Whoever wrote first would pay it; write every block once before timing.
+for d in "${dirs[@]}"; do umount "$d"; done
+for d in "${devs[@]}"; do dd if=/dev/zero of="$d" bs=4M oflag=direct status=none 2>/dev/null & done
+wait
+fresh_ext4
+
+# DS_BENCH_STRIPE_B names another stripe binary to measure beside (label stripeB).
+other=${DS_BENCH_STRIPE_B:-}
 if [ "$order" = md-first ]; then
 	run_md
 	run_stripe
+	[ -z "$other" ] || run_stripe "$other" stripeB
 else
+	[ -z "$other" ] || run_stripe "$other" stripeB
 	run_stripe
 	run_md
 fi
