@@ -32,11 +32,12 @@ now() { date +%s.%N; }
 # run_stripe [BINARY LABEL]: put and get with the stripe under test (or another build).
 run_stripe() {
 	local bin=${1:-$stripe} label=${2:-stripe} j
-	"$bin" put --json "$TMPDIR/src" "$DS_VM_DISKS" f >"$TMPDIR/put.json"
-	"$bin" get --json "$DS_VM_DISKS" f /dev/null >"$TMPDIR/get.json"
+	# stderr to a file: on the console (a terminal) stripe would draw its progress line
+	"$bin" put --json "$TMPDIR/src" "$DS_VM_DISKS" f >"$TMPDIR/put.json" 2>"$TMPDIR/put.err"
+	"$bin" get --json "$DS_VM_DISKS" f /dev/null >"$TMPDIR/get.json" 2>"$TMPDIR/get.err"
 	for j in put get; do
 		jq -e '.MB_per_s > 0 and (.interrupted | not)' "$TMPDIR/$j.json" >/dev/null ||
-			ds_vm_die "$label $j: $(cat "$TMPDIR/$j.json")"
+			ds_vm_die "$label $j: $(cat "$TMPDIR/$j.json" "$TMPDIR/$j.err")"
 		printf '%s\t%s\t%s\n' "$label" "$j" "$(jq .MB_per_s "$TMPDIR/$j.json")" >>"$out"
 	done
 	"$stripe" verify --data "$DS_VM_DISKS" f >/dev/null || ds_vm_die "stripe verify --data failed"
