@@ -266,38 +266,40 @@ static void refuse_member(const struct transfer *t, const struct stat *dest)
 static void open_dest(struct transfer *t)
 {
         struct stat st;
-        char *copy, *dir;
-        int flags;
+        const char *slash;
+        bool existed;
+        int flags, rc;
 
-        if (stat(t->fd_name, &st) == 0 && S_ISDIR(st.st_mode))
+        existed = stat(t->fd_name, &st) == 0;
+        if (!existed && errno != ENOENT)
+                err(1, "get: %s", t->fd_name);
+        if (existed && S_ISDIR(st.st_mode))
                 errx(2, "get: %s is a directory (expected a file name)", t->fd_name);
-        if (errno = 0, stat(t->fd_name, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (existed && !S_ISREG(st.st_mode)) {
                 /* A FIFO's open waits for a reader; a signal ends the wait (no SA_RESTART). */
                 t->fd = open(t->fd_name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
                 if (t->fd < 0 && !cmd_interrupted)
                         err(1, "get: %s", t->fd_name);
                 return;
         }
-        if (errno == 0) {
+        if (existed)
                 refuse_member(t, &st);
-                t->final_path = realpath(t->fd_name, NULL); /* a symlink's target is DEST */
-        } else if (errno == ENOENT) {
-                t->final_path = strdup(t->fd_name);
-        } else {
+        /* Through a symlink, its target is DEST. */
+        t->final_path = existed ? realpath(t->fd_name, NULL) : strdup(t->fd_name);
+        if (!t->final_path)
                 err(1, "get: %s", t->fd_name);
-        }
-        copy = t->final_path ? strdup(t->final_path) : NULL;
-        if (!copy)
-                err(1, "get: %s", t->fd_name);
-        dir = dirname(copy);
-        if (asprintf(&t->tmp_path, "%s/.%s.stripe-XXXXXX", dir,
-                     t->final_path + strlen(t->final_path) - strlen(basename(t->final_path))) < 0)
+        slash = strrchr(t->final_path, '/');
+        if (slash)
+                rc = asprintf(&t->tmp_path, "%.*s/.%s.stripe-XXXXXX", (int)(slash - t->final_path),
+                              t->final_path, slash + 1);
+        else
+                rc = asprintf(&t->tmp_path, ".%s.stripe-XXXXXX", t->final_path);
+        if (rc < 0)
                 errx(1, "get: out of memory");
-        free(copy);
         t->fd = mkostemp(t->tmp_path, O_CLOEXEC);
         if (t->fd < 0)
                 err(1, "get: create a temporary file beside %s", t->fd_name);
-        if (errno == 0 && fchmod(t->fd, st.st_mode & 07777) != 0)
+        if (existed && fchmod(t->fd, st.st_mode & 07777) != 0)
                 warn("get: keep the mode of %s", t->fd_name);
         flags = fcntl(t->fd, F_GETFL);
         t->fd_direct =
