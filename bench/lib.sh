@@ -59,4 +59,19 @@ seccomp_sandbox=NO
 secure_chroot_dir=$1/../empty
 xferlog_enable=NO
 CONF
+# bench_ratio_table RESULTS A B OP...: RESULTS holds "tool<TAB>op<TAB>figure" lines; for each
+# OP one row: A's median and spread (min-max), B's, and the ratio of the medians A/B.
+bench_ratio_table() {
+	local results=$1 a=$2 b=$3 op ma mb
+	shift 3
+	_bench_pick() { awk -F'\t' -v t="$1" -v o="$2" '$1 == t && $2 == o { print $3 }' "$results"; }
+	_bench_median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+	_bench_spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
+	printf '%-6s %14s %12s %14s %12s %8s\n' op "$a median" "(min-max)" "$b median" "(min-max)" ratio
+	for op in "$@"; do
+		ma=$(_bench_pick "$a" "$op" | _bench_median)
+		mb=$(_bench_pick "$b" "$op" | _bench_median)
+		printf '%-6s %14.1f %12s %14.1f %12s %8.3f\n' "$op" "$ma" "$(_bench_pick "$a" "$op" | _bench_spread)" \
+			"$mb" "$(_bench_pick "$b" "$op" | _bench_spread)" "$(awk -v x="$ma" -v y="$mb" 'BEGIN { print x / y }')"
+	done
 }

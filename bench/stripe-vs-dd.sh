@@ -10,6 +10,9 @@ dir=${1:-/var/tmp}
 runs=${2:-3}
 mib=${3:-1024}
 command -v jq >/dev/null || { echo "bench: jq is not installed" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 work=$(mktemp -d "$dir/stripe-vs-dd.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 results=$work/results.tsv
@@ -27,14 +30,5 @@ for ((run = 1; run <= runs; run++)); do
 		jq -r '"stripe\twrite\t\(.disk0.write_MB_per_s)\nstripe\tread\t\(.disk0.read_MB_per_s)"' >>"$results"
 done
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
-pick() { awk -F'\t' -v t="$1" -v d="$2" '$1 == t && $2 == d { print $3 }' "$results"; }
 printf "stripe (one directory, %s) vs dd O_DIRECT 1M, %d MiB, %d runs, MB/s = 10^6 B/s\n" "$dir" "$mib" "$runs"
-printf "%-6s %14s %12s %14s %12s %8s\n" dir "stripe median" "(min-max)" "dd median" "(min-max)" ratio
-for d in write read; do
-	s=$(pick stripe $d | median)
-	t=$(pick dd $d | median)
-	printf "%-6s %14.0f %12s %14.0f %12s %8.3f\n" "$d" "$s" "$(pick stripe $d | spread)" "$t" \
-		"$(pick dd $d | spread)" "$(awk -v a="$s" -v b="$t" 'BEGIN { print a / b }')"
-done
+bench_ratio_table "$results" stripe dd write read

@@ -1,6 +1,5 @@
 /* Whole-file operations over the directories: verify, unlink, list; and the checks of the
  * names and directory lists callers type. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,7 +17,7 @@ int ds_stripe_name_check(const char *name, struct ds_error *err)
         size_t len = strlen(name);
 
         if (len == 0 || len > DS_STRIPE_NAME_MAX)
-                return stripe_reject(err, -EINVAL, "name '%s': expected 1 to %u bytes", name,
+                return stripe_reject(err, -EINVAL, "name of %zu bytes: expected 1 to %u", len,
                                      DS_STRIPE_NAME_MAX);
         if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                 return stripe_reject(err, -EINVAL, "name '%s': expected a plain file name, no '/'",
@@ -75,9 +74,16 @@ static int discard(const void *buf, size_t len, uint64_t offset, void *ctx, stru
 int ds_stripe_verify(const char *const *dirs, unsigned ndirs, const char *name, bool data,
                      struct ds_stripe_info *info, struct ds_error *err)
 {
+        return ds_stripe_verify_with(dirs, ndirs, name, NULL, data, info, err);
+}
+
+int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *name,
+                          const struct ds_stripe_options *options, bool data,
+                          struct ds_stripe_info *info, struct ds_error *err)
+{
         struct ds_stripe *stripe;
         struct ds_pool *pool = NULL;
-        int rc = ds_stripe_open(&stripe, dirs, ndirs, name, NULL, err);
+        int rc = ds_stripe_open(&stripe, dirs, ndirs, name, options, err);
 
         if (rc != 0)
                 return rc;
@@ -96,39 +102,33 @@ int ds_stripe_verify(const char *const *dirs, unsigned ndirs, const char *name, 
         return rc ? rc : crc;
 }
 
-/* True when path starts with the stripe magic, whatever the rest of its header says. */
-static bool has_magic(const char *path)
-{
-        char magic[8];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        bool yes;
-
-        if (fd < 0)
-                return false;
-        yes = pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-              memcmp(magic, DS_STRIPE_MAGIC, sizeof(magic)) == 0;
-        close(fd);
-        return yes;
-}
-
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                      struct ds_error *err)
 {
         int removed = 0, rc;
 
-        if ((rc = ds_stripe_name_check(name, err)) != 0)
+        if ((rc = ds_stripe_name_check(name, err)) != 0 ||
+            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0)
+                return rc;
+        /* Committed members still under temporary names first, so none outlives member 0. */
+        if ((rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
                 return rc;
         for (unsigned i = 0; i < ndirs; i++) {
-                char *path;
-                if (asprintf(&path, "%s/%s", dirs[i], name) < 0)
+                char *path = stripe_join(dirs[i], "", name);
+                if (!path)
                         return ds_fail(err, -ENOMEM, "member path");
-                if (has_magic(path)) {
+                if (stripe_peek(path, NULL) >= 0) {
                         if (unlink(path) != 0) {
                                 rc = ds_fail(err, -errno, "remove %s", path);
                                 free(path);
                                 return rc;
                         }
                         removed++;
+                        /* Member 0's removal is the commit: durable before any other. */
+                        if (i == 0 && (rc = stripe_sync_dir_of(path, err)) != 0) {
+                                free(path);
+                                return rc;
+                        }
                 }
                 free(path);
         }
@@ -138,50 +138,22 @@ int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
         return removed;
 }
 
-static int list_entry(const char *const *dirs, unsigned ndirs, const char *name,
-                      ds_stripe_list_fn fn, void *ctx)
-{
-        struct ds_stripe *stripe;
-        struct ds_stripe_info info;
-        struct ds_error problem = {{0}};
-        int rc = stripe_probe(&stripe, dirs, ndirs, name, NULL, &problem);
+struct list_adapter {
+        ds_stripe_list_fn fn;
+        void *ctx;
+};
 
-        if (rc != 0)
-                return fn(name, NULL, problem.text, ctx);
-        ds_stripe_stat(stripe, &info);
-        stripe_free(stripe);
-        return fn(name, &info, NULL, ctx);
+static int list_one(const struct ds_stripe_entry *entry, void *ctx)
+{
+        const struct list_adapter *adapter = ctx;
+
+        return adapter->fn(entry->name, entry->info, entry->problem, adapter->ctx);
 }
 
 int ds_stripe_list(const char *const *dirs, unsigned ndirs, ds_stripe_list_fn fn, void *ctx,
                    struct ds_error *err)
 {
-        DIR *dir;
-        struct dirent *entry;
-        int rc = 0;
+        struct list_adapter adapter = {fn, ctx};
 
-        if (ndirs < 1)
-                return stripe_reject(err, -EINVAL, "no directories");
-        dir = opendir(dirs[0]);
-        if (!dir)
-                return ds_fail(err, -errno, "open directory %s", dirs[0]);
-        while (rc == 0 && (errno = 0, entry = readdir(dir)) != NULL) {
-                char *path;
-                bool member;
-
-                if (entry->d_name[0] == '.')
-                        continue; /* ".", "..", and uncommitted members */
-                if (asprintf(&path, "%s/%s", dirs[0], entry->d_name) < 0) {
-                        rc = ds_fail(err, -ENOMEM, "member path");
-                        break;
-                }
-                member = has_magic(path);
-                free(path);
-                if (member)
-                        rc = list_entry(dirs, ndirs, entry->d_name, fn, ctx);
-        }
-        if (rc == 0 && errno != 0)
-                rc = ds_fail(err, -errno, "read directory %s", dirs[0]);
-        closedir(dir);
-        return rc;
+        return ds_stripe_scan(dirs, ndirs, 0, list_one, &adapter, err);
 }

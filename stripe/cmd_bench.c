@@ -123,19 +123,43 @@ static int bench_read(struct bench *b, const char *const *dirs, unsigned ndirs,
         return rc ? rc : crc;
 }
 
+/* A signal ends the bench between or inside runs: no figures to compare, only where. */
+_Noreturn static void bench_interrupted(struct bench *b, const char *label)
+{
+        if (b->cmd->json) {
+                struct ds_json json;
+                ds_json_begin(&json, stdout);
+                ds_json_str(&json, "tool", "stripe");
+                ds_json_str(&json, "role", "bench");
+                ds_json_bool(&json, "interrupted", true);
+                ds_json_str(&json, "during", label);
+                ds_json_end(&json);
+        } else {
+                printf("stripe bench: interrupted by signal %d during %s\n",
+                       atomic_load(&cmd_signal), label);
+        }
+        ds_live_close(b->live);
+        exit(cmd_interrupted_status());
+}
+
 static void bench_one(struct bench *b, const char *const *dirs, unsigned ndirs,
                       struct bench_run *run)
 {
-        struct ds_stripe_options options = {.unit = b->cmd->unit,
-                                            .flags = DS_STRIPE_REPLACE | cmd_flags(b->cmd),
-                                            .live = ds_live_segment(b->live)};
+        struct ds_stripe_options options = cmd_options(b->cmd);
         double write_s = 0, read_s = 0;
         struct ds_error err;
-        int rc = bench_write(b, dirs, ndirs, &options, &write_s, &err);
+        int rc;
+
+        options.unit = b->cmd->unit;
+        options.flags |= DS_STRIPE_REPLACE;
+        options.live = ds_live_segment(b->live);
+        rc = bench_write(b, dirs, ndirs, &options, &write_s, &err);
 
         if (rc == 0)
                 rc = bench_read(b, dirs, ndirs, &options, &read_s, &err);
         ds_stripe_unlink(dirs, ndirs, b->name, NULL);
+        if (rc != 0 && cmd_interrupted)
+                bench_interrupted(b, run->label);
         if (rc != 0)
                 errx(1, "bench %s: %s", run->label, err.text);
         run->write_MBps = (double)b->cmd->size / 1e6 / write_s;

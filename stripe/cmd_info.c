@@ -33,27 +33,33 @@ struct ls_state {
         unsigned damaged;
 };
 
-static int ls_one(const char *name, const struct ds_stripe_info *info, const char *problem,
-                  void *ctx)
+static const char *const state_names[] = {
+    [DS_STRIPE_OK] = "ok", [DS_STRIPE_DAMAGED] = "damaged", [DS_STRIPE_PARTIAL] = "partial"};
+
+static int ls_one(const struct ds_stripe_entry *entry, void *ctx)
 {
         struct ls_state *state = ctx;
+        const struct ds_stripe_info *info = entry->info;
         char unit[32];
 
-        state->damaged += problem != NULL;
+        state->damaged += entry->state == DS_STRIPE_DAMAGED;
         if (state->cmd->json) {
                 struct ds_json json;
                 ds_json_begin(&json, stdout);
-                ds_json_str(&json, "name", name);
+                ds_json_str(&json, "name", entry->name);
+                ds_json_str(&json, "state", state_names[entry->state]);
                 if (info)
                         json_info(&json, info);
                 else
-                        ds_json_str(&json, "problem", problem);
+                        ds_json_str(&json, "problem", entry->problem);
                 ds_json_end(&json);
         } else if (info) {
-                printf("%-30s %15llu  width %u unit %s\n", name, (unsigned long long)info->size,
-                       info->layout.width, ds_size_format(unit, sizeof(unit), info->layout.unit));
+                printf("%-30s %15llu  width %u unit %s\n", entry->name,
+                       (unsigned long long)info->size, info->layout.width,
+                       ds_size_format(unit, sizeof(unit), info->layout.unit));
         } else {
-                printf("%-30s DAMAGED: %s\n", name, problem);
+                printf("%-30s %s: %s\n", entry->name,
+                       entry->state == DS_STRIPE_DAMAGED ? "DAMAGED" : "partial", entry->problem);
         }
         return 0;
 }
@@ -65,8 +71,47 @@ int cmd_ls(const struct stripe_cmd *cmd)
         unsigned ndirs;
         char **dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
 
-        if (ds_stripe_list((const char *const *)dirs, ndirs, ls_one, &state, &err) != 0)
+        if (ds_stripe_scan((const char *const *)dirs, ndirs, cmd->all ? DS_STRIPE_SCAN_HIDDEN : 0,
+                           ls_one, &state, &err) != 0)
                 errx(1, "ls: %s", err.text);
+        free(dirs);
+        return state.damaged ? 1 : 0;
+}
+
+/* After a sweep, what still needs a person: damaged files (stripe rm removes them). */
+static int fsck_damaged(const struct ds_stripe_entry *entry, void *ctx)
+{
+        return entry->state == DS_STRIPE_DAMAGED ? ls_one(entry, ctx) : 0;
+}
+
+static void fsck_one(const char *path, bool committed, void *ctx)
+{
+        const struct stripe_cmd *cmd = ctx;
+
+        if (cmd->json) {
+                struct ds_json json;
+                ds_json_begin(&json, stdout);
+                ds_json_str(&json, "path", path);
+                ds_json_str(&json, "action", committed ? "put in place" : "removed");
+                ds_json_end(&json);
+        } else {
+                printf("%s %s\n",
+                       committed ? "put in place (committed):" : "removed (uncommitted):", path);
+        }
+}
+
+int cmd_fsck(const struct stripe_cmd *cmd)
+{
+        struct ls_state state = {.cmd = cmd};
+        struct ds_error err;
+        unsigned ndirs;
+        char **dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
+
+        if (ds_stripe_fsck((const char *const *)dirs, ndirs, fsck_one, (void *)cmd, &err) < 0)
+                errx(1, "fsck: %s", err.text);
+        if (ds_stripe_scan((const char *const *)dirs, ndirs, DS_STRIPE_SCAN_HIDDEN, fsck_damaged,
+                           &state, &err) != 0)
+                errx(1, "fsck: %s", err.text);
         free(dirs);
         return state.damaged ? 1 : 0;
 }
@@ -81,6 +126,7 @@ int cmd_stat(const struct stripe_cmd *cmd)
         unsigned ndirs;
         char **dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
 
+        cmd_name(cmd, name);
         if (ds_stripe_open(&stripe, (const char *const *)dirs, ndirs, name, NULL, &err) != 0)
                 errx(1, "stat: %s", err.text);
         ds_stripe_stat(stripe, &info);
@@ -112,22 +158,35 @@ int cmd_stat(const struct stripe_cmd *cmd)
 int cmd_verify(const struct stripe_cmd *cmd)
 {
         const char *name = cmd->args[1];
+        struct ds_stripe_options options = cmd_options(cmd);
         struct ds_stripe_info info;
         struct ds_error err;
         unsigned ndirs;
         char **dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
-        int rc = ds_stripe_verify((const char *const *)dirs, ndirs, name, cmd->data, &info, &err);
+        int rc;
+
+        cmd_name(cmd, name);
+        rc = ds_stripe_verify_with((const char *const *)dirs, ndirs, name, &options, cmd->data,
+                                   &info, &err);
+        bool interrupted = rc == -EINTR && cmd_interrupted;
 
         if (cmd->json) {
                 struct ds_json json;
                 ds_json_begin(&json, stdout);
                 ds_json_str(&json, "name", name);
                 ds_json_bool(&json, "ok", rc == 0);
-                ds_json_bool(&json, "data_checked", cmd->data);
-                if (rc != 0)
+                ds_json_bool(&json, "data_checked", cmd->data && rc == 0);
+                if (interrupted)
+                        ds_json_bool(&json, "interrupted", true);
+                else if (rc != 0)
                         ds_json_str(&json, "error", err.text);
                 ds_json_end(&json);
         }
+        if (interrupted && !cmd->json)
+                printf("%s: interrupted by signal %d, not verified\n", name,
+                       atomic_load(&cmd_signal));
+        if (interrupted)
+                return cmd_interrupted_status();
         if (rc != 0)
                 errx(1, "verify: %s", err.text);
         if (!cmd->json)
@@ -142,8 +201,12 @@ int cmd_rm(const struct stripe_cmd *cmd)
 {
         struct ds_error err;
         unsigned ndirs;
-        char **dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
-        int removed = ds_stripe_unlink((const char *const *)dirs, ndirs, cmd->args[1], &err);
+        char **dirs;
+        int removed;
+
+        cmd_name(cmd, cmd->args[1]);
+        dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
+        removed = ds_stripe_unlink((const char *const *)dirs, ndirs, cmd->args[1], &err);
 
         if (removed < 0)
                 errx(1, "rm: %s", err.text);
@@ -154,6 +217,22 @@ int cmd_rm(const struct stripe_cmd *cmd)
                 ds_json_u64(&json, "members_removed", (uint64_t)removed);
                 ds_json_end(&json);
         }
+        free(dirs);
+        return 0;
+}
+
+int cmd_mv(const struct stripe_cmd *cmd)
+{
+        struct ds_error err;
+        unsigned ndirs;
+        char **dirs;
+
+        cmd_name(cmd, cmd->args[1]);
+        cmd_name(cmd, cmd->args[2]);
+        dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
+        if (ds_stripe_rename((const char *const *)dirs, ndirs, cmd->args[1], cmd->args[2],
+                             cmd->force, &err) != 0)
+                errx(1, "mv: %s", err.text);
         free(dirs);
         return 0;
 }

@@ -3,20 +3,45 @@
  * keep every member busy with the others. Tickets are waited for in submit order, which
  * keeps each member's running checksum in order. */
 #include <errno.h>
+#include <unistd.h>
 
 #include <dragstrip/pool.h>
 
 #include "stripe_int.h"
 
-#define STREAM_BYTES_MAX (64u << 20)
+#define BUDGET_MAX (256ull << 20) /* 4 buffers of 64 MiB: far past what keeps disks busy */
+#define BUDGET_MIN (16ull << 20)
 
+uint64_t ds_stripe_default_budget(void)
+{
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        uint64_t budget = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 16 : 0;
+
+        return budget > BUDGET_MAX ? BUDGET_MAX : budget < BUDGET_MIN ? BUDGET_MIN : budget;
+}
+
+/* The unit comes from a header, which may be hostile: it decides how pieces fall on the
+ * members, never how much memory a reader commits. */
 int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
                           struct ds_error *err)
 {
-        uint64_t size = stripe->layout.unit * stripe->width;
+        uint64_t unit = stripe->layout.unit, size = unit * stripe->width;
+        uint64_t room = stripe->mem_budget / stripe->depth;
 
-        if (size > STREAM_BYTES_MAX)
-                size = stripe->layout.unit;
+        room -= room % DS_STRIPE_MIN_UNIT;
+        if (room == 0)
+                return stripe_reject(err, -ENOMEM,
+                                     "memory budget of %llu bytes: too small for %u buffers of 4K",
+                                     (unsigned long long)stripe->mem_budget, stripe->depth);
+        if (size > room)
+                size = room >= unit ? room - room % unit : room;
+        /* Reading a file of known size, buffers need not pass it. */
+        if (!stripe->created && size > stripe->size) {
+                size = (stripe->size + DS_STRIPE_MIN_UNIT - 1) / DS_STRIPE_MIN_UNIT *
+                       DS_STRIPE_MIN_UNIT;
+                if (size == 0)
+                        size = DS_STRIPE_MIN_UNIT;
+        }
         return ds_pool_create(pool, (size_t)size, stripe->depth, 0, err);
 }
 
@@ -25,6 +50,13 @@ static unsigned stream_depth(const struct ds_stripe *stripe, const struct ds_poo
         unsigned count = ds_pool_count(pool);
 
         return count < stripe->depth ? count : stripe->depth;
+}
+
+static int stopped(const struct ds_stripe *stripe, struct ds_error *err)
+{
+        if (stripe->stop && atomic_load(stripe->stop))
+                return ds_fail(err, -EINTR, "interrupted");
+        return 0;
 }
 
 int ds_stripe_read_stream(struct ds_stripe *stripe, struct ds_pool *pool, ds_stripe_sink_fn sink,
@@ -41,6 +73,8 @@ int ds_stripe_read_stream(struct ds_stripe *stripe, struct ds_pool *pool, ds_str
                 depth = sizeof(tickets) / sizeof(tickets[0]);
         for (;;) {
                 while (rc == 0 && inflight < depth && next < stripe->size) {
+                        if ((rc = stopped(stripe, err)) != 0)
+                                break;
                         unsigned i = (head + inflight) % depth;
                         int t = ds_stripe_submit_read(stripe, ds_pool_buf(pool, i), buf_size, next,
                                                       err);
@@ -79,6 +113,8 @@ int ds_stripe_write_stream(struct ds_stripe *stripe, struct ds_pool *pool,
                 while (rc == 0 && !ended && inflight < depth) {
                         unsigned i = (head + inflight) % depth;
                         size_t len = 0;
+                        if ((rc = stopped(stripe, err)) != 0)
+                                break;
                         rc = source(ds_pool_buf(pool, i), buf_size, &len, ctx, err);
                         if (rc != 0)
                                 break;

@@ -5,20 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "stripe_int.h"
 
-static const char *hex_id(char out[2 * DS_STRIPE_SET_ID_SIZE + 1], const uint8_t *id)
+const char *stripe_hex_id(char out[2 * DS_STRIPE_SET_ID_SIZE + 1], const uint8_t *id)
 {
         for (unsigned i = 0; i < DS_STRIPE_SET_ID_SIZE; i++)
                 snprintf(out + 2 * i, 3, "%02x", id[i]);
         return out;
 }
 
-static char *join_path(const char *dir, const char *prefix, const char *name)
+char *stripe_join(const char *dir, const char *prefix, const char *name)
 {
         char *path;
 
@@ -27,9 +28,38 @@ static char *join_path(const char *dir, const char *prefix, const char *name)
         return path;
 }
 
+char *stripe_tmp_path(const char *dir, const uint8_t *set_id, const char *name)
+{
+        char id[2 * DS_STRIPE_SET_ID_SIZE + 1], prefix[64];
+
+        snprintf(prefix, sizeof(prefix), "%s%s.", DS_STRIPE_TMP_PREFIX, stripe_hex_id(id, set_id));
+        return stripe_join(dir, prefix, name);
+}
+
+/* A FIFO or a device under a member's name must neither block the open nor be read:
+ * O_NONBLOCK keeps open() from waiting for a FIFO's writer, fstat() refuses the rest. */
+int stripe_open_entry(const char *path, int flags)
+{
+        struct stat st;
+        int fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) != 0) {
+                int rc = -errno;
+                close(fd);
+                return rc;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                close(fd);
+                return -STRIPE_ENOTREG;
+        }
+        return fd;
+}
+
 /* One directory per disk: two entries naming the same directory would put two members in
  * one file, so they are refused by identity, not by spelling. */
-static int check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err)
+int stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err)
 {
         struct stat seen[DS_STRIPE_MAX_WIDTH];
 
@@ -61,6 +91,9 @@ static struct ds_stripe *stripe_alloc(unsigned ndirs, const struct ds_stripe_opt
         stripe->width = ndirs;
         stripe->flags = options ? options->flags : 0;
         stripe->live = options ? options->live : NULL;
+        stripe->stop = options ? options->stop : NULL;
+        stripe->mem_budget =
+            options && options->mem_budget ? options->mem_budget : ds_stripe_default_budget();
         stripe->depth = options && options->depth ? options->depth : DEFAULT_DEPTH;
         stripe->checksums = !(stripe->flags & DS_STRIPE_NO_CHECKSUM);
         stripe->slots = calloc(stripe->depth, sizeof(*stripe->slots));
@@ -96,20 +129,28 @@ void stripe_free(struct ds_stripe *stripe)
         free(stripe);
 }
 
-/* The O_DIRECT descriptor beside the ordinary one; EINVAL means the filesystem refuses
- * O_DIRECT (tmpfs), which leaves the member buffered rather than failing. */
+/* The O_DIRECT descriptor beside the ordinary one, checked to be the same file; EINVAL
+ * means the filesystem refuses O_DIRECT (tmpfs), which leaves the member buffered rather
+ * than failing. */
 static int open_direct(struct stripe_member *m, const char *path, int oflags, struct ds_error *err)
 {
+        struct stat a, b;
+
         if (m->stripe->flags & DS_STRIPE_NO_DIRECT)
                 return 0;
-        m->fd_direct = open(path, oflags | O_DIRECT | O_CLOEXEC);
-        if (m->fd_direct >= 0)
-                return 0;
-        if (errno == EINVAL) {
+        m->fd_direct = open(path, oflags | O_DIRECT | O_NONBLOCK | O_CLOEXEC);
+        if (m->fd_direct < 0 && errno == EINVAL) {
                 m->direct_refused = true;
                 return 0;
         }
-        return ds_fail(err, -errno, "member %u: open %s with O_DIRECT", m->index, path);
+        if (m->fd_direct < 0)
+                return ds_fail(err, -errno, "member %u: open %s with O_DIRECT", m->index, path);
+        if (fstat(m->fd, &a) != 0 || fstat(m->fd_direct, &b) != 0)
+                return ds_fail(err, -errno, "member %u: fstat %s", m->index, path);
+        if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+                return stripe_reject(err, -ESTALE, "member %u: %s was replaced while opening it",
+                                     m->index, path);
+        return 0;
 }
 
 static void remove_temporaries(struct ds_stripe *stripe)
@@ -126,7 +167,8 @@ static int stripe_new(struct ds_stripe **out, const char *const *dirs, unsigned 
 {
         int rc;
 
-        if ((rc = ds_stripe_name_check(name, err)) != 0 || (rc = check_dirs(dirs, ndirs, err)) != 0)
+        if ((rc = ds_stripe_name_check(name, err)) != 0 ||
+            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0)
                 return rc;
         *out = stripe_alloc(ndirs, options);
         if (!*out)
@@ -139,11 +181,14 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                      struct ds_error *err)
 {
         struct ds_stripe *stripe;
-        char id[2 * DS_STRIPE_SET_ID_SIZE + 1], prefix[64];
         int rc;
 
         if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
+        /* What a crash left of earlier puts of this name goes first: committed members are
+         * put in place, uncommitted ones removed. */
+        if ((rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
+                goto fail;
         stripe->layout.width = ndirs;
         stripe->layout.unit = options && options->unit ? options->unit : DS_STRIPE_DEFAULT_UNIT;
         stripe->created = stripe->writable = stripe->dirty = true;
@@ -156,12 +201,11 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                 rc = ds_fail(err, -EIO, "getrandom for the set id");
                 goto fail;
         }
-        snprintf(prefix, sizeof(prefix), "%s%s.", DS_STRIPE_TMP_PREFIX, hex_id(id, stripe->set_id));
         for (unsigned i = 0; i < ndirs; i++) {
                 struct stripe_member *m = &stripe->members[i];
 
-                m->path = join_path(dirs[i], "", name);
-                m->tmp_path = join_path(dirs[i], prefix, name);
+                m->path = stripe_join(dirs[i], "", name);
+                m->tmp_path = stripe_tmp_path(dirs[i], stripe->set_id, name);
                 if (!m->path || !m->tmp_path) {
                         rc = ds_fail(err, -ENOMEM, "member path");
                         goto fail;
@@ -174,6 +218,11 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                 m->fd = open(m->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
                 if (m->fd < 0) {
                         rc = ds_fail(err, -errno, "member %u: create %s", i, m->tmp_path);
+                        goto fail;
+                }
+                /* The lock says "in use" to a sweep, which removes only unlocked leftovers. */
+                if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
+                        rc = ds_fail(err, -errno, "member %u: lock %s", i, m->tmp_path);
                         goto fail;
                 }
                 if ((rc = open_direct(m, m->tmp_path, O_RDWR, err)) != 0)
@@ -249,6 +298,55 @@ static int check_member(struct ds_stripe *stripe, struct stripe_member *m, struc
         return 0;
 }
 
+/* Opens path as member m and reads its header. */
+static int open_as(struct stripe_member *m, const char *path, int oflags, struct ds_error *err)
+{
+        m->fd = stripe_open_entry(path, oflags);
+        if (m->fd == -STRIPE_ENOTREG) {
+                m->fd = -1;
+                return stripe_reject(err, -EINVAL, "member %u of %u: %s is not a regular file",
+                                     m->index, m->stripe->width, path);
+        }
+        if (m->fd < 0) {
+                int rc = m->fd;
+                m->fd = -1;
+                return ds_fail(err, rc, "member %u of %u: %s", m->index, m->stripe->width, path);
+        }
+        return read_header(m, err);
+}
+
+static void close_member(struct stripe_member *m)
+{
+        if (m->fd >= 0)
+                close(m->fd);
+        m->fd = -1;
+}
+
+/* Member 0 is the commit point: once it holds a set, the other members of that set are
+ * the file's even while a commit cut short leaves them under their temporary names. Such
+ * a member is used where it is, and put in place when the file is opened for writing. */
+static int open_uncommitted(struct ds_stripe *stripe, struct stripe_member *m, const char *dir,
+                            const char *name, int oflags)
+{
+        struct ds_error ignored;
+        char *tmp = stripe_tmp_path(dir, stripe->set_id, name);
+
+        if (!tmp)
+                return -ENOMEM;
+        close_member(m);
+        if (open_as(m, tmp, oflags, &ignored) != 0 || check_member(stripe, m, &ignored) != 0) {
+                close_member(m);
+                free(tmp);
+                return -ENOENT;
+        }
+        if (stripe->writable && rename(tmp, m->path) == 0) {
+                free(tmp);
+                return 0;
+        }
+        m->tmp_path = tmp;
+        return 0;
+}
+
 static int open_member(struct ds_stripe *stripe, unsigned i, const char *dir, const char *name,
                        struct ds_error *err)
 {
@@ -256,27 +354,34 @@ static int open_member(struct ds_stripe *stripe, unsigned i, const char *dir, co
         int oflags = stripe->writable ? O_RDWR : O_RDONLY;
         int rc;
 
-        m->path = join_path(dir, "", name);
+        m->path = stripe_join(dir, "", name);
         if (!m->path)
                 return ds_fail(err, -ENOMEM, "member path");
-        m->fd = open(m->path, oflags | O_CLOEXEC);
-        if (m->fd < 0)
-                return ds_fail(err, -errno, "member %u of %u: %s", i, stripe->width, m->path);
-        if ((rc = read_header(m, err)) != 0)
-                return rc;
-        if (i == 0) {
-                stripe->layout.width = m->header.width;
-                stripe->layout.unit = m->header.unit;
-                stripe->size = m->header.file_size;
-                memcpy(stripe->set_id, m->header.set_id, DS_STRIPE_SET_ID_SIZE);
+        /* Twice: a commit may rename the temporary member into place between the looks. */
+        for (int attempt = 0; attempt < 2; attempt++) {
+                rc = open_as(m, m->path, oflags, err);
+                if (rc == 0 && i == 0) {
+                        stripe->layout.width = m->header.width;
+                        stripe->layout.unit = m->header.unit;
+                        stripe->size = m->header.file_size;
+                        memcpy(stripe->set_id, m->header.set_id, DS_STRIPE_SET_ID_SIZE);
+                }
+                if (rc == 0)
+                        rc = check_member(stripe, m, err);
+                if (rc == 0 || i == 0)
+                        break;
+                if (open_uncommitted(stripe, m, dir, name, oflags) == 0) {
+                        rc = 0;
+                        break;
+                }
         }
-        if ((rc = check_member(stripe, m, err)) != 0)
+        if (rc != 0)
                 return rc;
         m->written.ok = (m->header.flags & DS_STRIPE_DATA_CRC) != 0;
         m->written.crc = m->header.data_crc;
         m->written.next = ds_stripe_member_bytes(&stripe->layout, i, stripe->size);
         data_crc_reset(&m->read);
-        return open_direct(m, m->path, oflags, err);
+        return open_direct(m, m->tmp_path ? m->tmp_path : m->path, oflags, err);
 }
 
 int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
@@ -290,7 +395,7 @@ int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs
                 return rc;
         stripe->writable = (stripe->flags & DS_STRIPE_WRITE) != 0;
         for (unsigned i = 0; i < ndirs; i++) {
-                char *path = join_path(dirs[i], "", name);
+                char *path = stripe_join(dirs[i], "", name);
                 if (path && access(path, F_OK) != 0 && errno == ENOENT)
                         missing++;
                 free(path);
@@ -354,7 +459,7 @@ static int idle(struct ds_stripe *stripe, const char *what, struct ds_error *err
         return 0;
 }
 
-int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
+static int sync_members(struct ds_stripe *stripe, enum stripe_sync what, struct ds_error *err)
 {
         int rc;
 
@@ -362,13 +467,15 @@ int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
                 return rc;
         if (stripe->writable && stripe->dirty && (rc = stripe_write_headers(stripe, err)) != 0)
                 return rc;
-        for (unsigned i = 0; i < stripe->width; i++)
-                if (fsync(stripe->members[i].fd) != 0)
-                        return ds_fail(err, -errno, "member %u: fsync", i);
-        return 0;
+        return stripe_sync_all(stripe, what, err);
 }
 
-static int sync_dir_of(const char *path, struct ds_error *err)
+int ds_stripe_fsync(struct ds_stripe *stripe, struct ds_error *err)
+{
+        return sync_members(stripe, SYNC_FILE, err);
+}
+
+int stripe_sync_dir_of(const char *path, struct ds_error *err)
 {
         char *dir = strdup(path);
         char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -386,41 +493,47 @@ static int sync_dir_of(const char *path, struct ds_error *err)
         return rc;
 }
 
+/* The commit point is one rename: member 0 under its final name. Before it, a file
+ * already under that name is whole and untouched; after it, the new one is, its other
+ * members found under their temporary names (which member 0's set id names) until they
+ * are renamed too. Every member and its directory entry is durable before the commit (all
+ * disks syncing at once), member 0's new name right after it; the other renames need no
+ * sync, since a crash that loses one leaves the temporary name readers look for. */
 int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
 {
         unsigned flags = stripe->flags & DS_STRIPE_REPLACE ? 0 : RENAME_NOREPLACE;
-        unsigned renamed;
+        struct stripe_member *first = &stripe->members[0];
         int rc;
 
         if (!stripe->created || stripe->committed)
                 return stripe_reject(err, -EINVAL,
                                      "commit: the file was not created by this handle");
         stripe->dirty = true;
-        if ((rc = ds_stripe_fsync(stripe, err)) != 0)
+        if ((rc = sync_members(stripe, SYNC_FILE_AND_DIR, err)) != 0)
                 return rc;
-        for (renamed = 0; renamed < stripe->width; renamed++) {
-                struct stripe_member *m = &stripe->members[renamed];
-                if (renameat2(AT_FDCWD, m->tmp_path, AT_FDCWD, m->path, flags) != 0) {
-                        rc = ds_fail(err, -errno, "member %u: rename %s to %s", renamed,
-                                     m->tmp_path, m->path);
-                        break;
+        if (renameat2(AT_FDCWD, first->tmp_path, AT_FDCWD, first->path, flags) != 0)
+                return ds_fail(err, -errno, "member 0: rename %s to %s", first->tmp_path,
+                               first->path);
+        stripe->committed = true;
+        free(first->tmp_path);
+        first->tmp_path = NULL;
+        rc = stripe_sync_dir_of(first->path, err);
+        for (unsigned i = 1; i < stripe->width; i++) {
+                struct stripe_member *m = &stripe->members[i];
+
+                /* ENOENT: a sweep of this name put the member in place first. */
+                if (rc == 0 && renameat2(AT_FDCWD, m->tmp_path, AT_FDCWD, m->path, flags) != 0 &&
+                    errno != ENOENT)
+                        rc = ds_fail(err, -errno,
+                                     "member %u: rename %s to %s (the file is committed; "
+                                     "stripe fsck puts it in place)",
+                                     i, m->tmp_path, m->path);
+                if (rc == 0) {
+                        free(m->tmp_path);
+                        m->tmp_path = NULL;
                 }
         }
-        if (rc != 0) {
-                /* Members already renamed are this file's: take them back out of the way. */
-                for (unsigned i = 0; i < renamed; i++)
-                        unlink(stripe->members[i].path);
-                return rc;
-        }
-        for (unsigned i = 0; i < stripe->width; i++) {
-                free(stripe->members[i].tmp_path);
-                stripe->members[i].tmp_path = NULL;
-        }
-        for (unsigned i = 0; i < stripe->width; i++)
-                if ((rc = sync_dir_of(stripe->members[i].path, err)) != 0)
-                        return rc;
-        stripe->committed = true;
-        return 0;
+        return rc;
 }
 
 int ds_stripe_truncate(struct ds_stripe *stripe, uint64_t size, struct ds_error *err)

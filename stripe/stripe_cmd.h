@@ -13,7 +13,9 @@ struct stripe_cmd {
         const char *name; /* the subcommand, for messages */
         uint64_t unit;    /* -u, 0: default */
         uint64_t size;    /* bench -s */
+        uint64_t mem;     /* -m: buffer memory budget, 0: the library's default */
         bool force;       /* -f: put replaces */
+        bool all;         /* ls -a: names starting with '.' too */
         bool json;
         bool data; /* verify --data */
         bool no_direct;
@@ -29,15 +31,25 @@ int cmd_stat(const struct stripe_cmd *cmd);
 int cmd_verify(const struct stripe_cmd *cmd);
 int cmd_rm(const struct stripe_cmd *cmd);
 int cmd_bench(const struct stripe_cmd *cmd);
+int cmd_fsck(const struct stripe_cmd *cmd);
+int cmd_mv(const struct stripe_cmd *cmd);
 
 /* Splits DIRS or exits with a one-line error. Free the result with free(). */
 char **cmd_dirs(const struct stripe_cmd *cmd, const char *list, unsigned *ndirs);
+/* Checks NAME or exits 2 with a one-line error. */
+void cmd_name(const struct stripe_cmd *cmd, const char *name);
+/* The library options the command line asks for (flags, -m, the stop flag). */
+struct ds_stripe_options cmd_options(const struct stripe_cmd *cmd);
 /* The library flags --no-direct and --no-checksum ask for. */
 unsigned cmd_flags(const struct stripe_cmd *cmd);
 /* Says once per process, on stderr, that O_DIRECT was refused and where. */
 void cmd_note_buffered(const struct ds_stripe *stripe, const char *const *dirs);
-/* Set by SIGINT/SIGTERM so a put can stop and clean up. */
+/* Set by the first SIGINT/SIGTERM so a run can stop, report and clean up; cmd_signal is
+ * that signal. A second one ends the process at once (exit 128 + signal). */
 extern atomic_bool cmd_interrupted;
+extern atomic_int cmd_signal;
+/* The exit status of a run the first signal stopped: 130 for SIGINT, 143 for SIGTERM. */
+int cmd_interrupted_status(void);
 
 /* A progress line on stderr, drawn only when stderr is a terminal. */
 struct progress {

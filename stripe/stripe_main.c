@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
@@ -16,21 +17,56 @@
 #include "stripe_cmd.h"
 
 atomic_bool cmd_interrupted;
+atomic_int cmd_signal;
+static char live_path[64]; /* this process's live-counter segment, for a second signal */
+
+/* The first SIGINT/SIGTERM asks the run to stop, report and clean up; a second one means
+ * now: the segment goes (unlink is async-signal-safe) and the process with it. What a put
+ * had written stays under temporary names, which the next put or fsck removes. */
+static void on_signal(int sig)
+{
+        int none = 0;
+
+        if (!atomic_compare_exchange_strong(&cmd_signal, &none, sig)) {
+                unlink(live_path);
+                _exit(128 + sig);
+        }
+        atomic_store(&cmd_interrupted, true);
+}
+
+static void catch_signals(void)
+{
+        struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: waits end */
+
+        snprintf(live_path, sizeof(live_path), "/dev/shm/dragstrip.%d", (int)getpid());
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+                err(1, "sigaction");
+        signal(SIGPIPE, SIG_IGN);
+}
+
+int cmd_interrupted_status(void)
+{
+        return 128 + atomic_load(&cmd_signal);
+}
 
 static void usage(FILE *out)
 {
         fputs(
             "usage: stripe put [-f] [-u UNIT] SRC DIRS [NAME]   store SRC (- for stdin)\n"
             "       stripe get DIRS NAME DEST                 read back (DEST - for stdout)\n"
-            "       stripe ls DIRS                            list striped files\n"
+            "       stripe ls [-a] DIRS                       list striped files and their state\n"
             "       stripe stat DIRS NAME                     layout and members\n"
             "       stripe verify [--data] DIRS NAME          check headers (and data)\n"
             "       stripe rm DIRS NAME                       remove\n"
+            "       stripe mv [-f] DIRS NAME NEWNAME          rename\n"
+            "       stripe fsck DIRS                          finish or undo puts cut short\n"
             "       stripe bench [-s SIZE] [-u UNIT] DIRS     sequential rates per disk, striped\n"
             "DIRS is a comma-separated list of directories, one per disk.\n"
             "options: --json  one JSON object per result; --no-direct  no O_DIRECT;\n"
             "         --no-checksum  no data checksums (store none, check none);\n"
-            "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M)\n"
+            "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M);\n"
+            "         -m SIZE buffer memory (default a sixteenth of RAM, at most 256M);\n"
             "         --no-stats  publish no live counters for tach\n",
             out);
 }
@@ -43,9 +79,11 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-    {"put", cmd_put, 2, 3, "fu"},     {"get", cmd_get, 3, 3, ""},        {"ls", cmd_ls, 1, 1, ""},
-    {"stat", cmd_stat, 2, 2, ""},     {"verify", cmd_verify, 2, 2, "d"}, {"rm", cmd_rm, 2, 2, ""},
-    {"bench", cmd_bench, 1, 1, "su"},
+    {"put", cmd_put, 2, 3, "fum"},      {"get", cmd_get, 3, 3, "m"},
+    {"ls", cmd_ls, 1, 1, "a"},          {"stat", cmd_stat, 2, 2, ""},
+    {"verify", cmd_verify, 2, 2, "dm"}, {"rm", cmd_rm, 2, 2, ""},
+    {"bench", cmd_bench, 1, 1, "sum"},  {"fsck", cmd_fsck, 1, 1, ""},
+    {"mv", cmd_mv, 3, 3, "f"},
 };
 
 /* DS_CRC32C forces a CRC-32C implementation (tests, benches); a name this CPU cannot run
@@ -70,11 +108,12 @@ static void check_crc_choice(void)
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = {
-            {"json", no_argument, NULL, 'j'},       {"no-checksum", no_argument, NULL, 'c'},
-            {"no-direct", no_argument, NULL, 'n'},  {"data", no_argument, NULL, 'd'},
-            {"unit", required_argument, NULL, 'u'}, {"size", required_argument, NULL, 's'},
-            {"force", no_argument, NULL, 'f'},      {"help", no_argument, NULL, 'h'},
-            {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0}};
+            {"json", no_argument, NULL, 'j'},         {"no-checksum", no_argument, NULL, 'c'},
+            {"no-direct", no_argument, NULL, 'n'},    {"data", no_argument, NULL, 'd'},
+            {"unit", required_argument, NULL, 'u'},   {"size", required_argument, NULL, 's'},
+            {"force", no_argument, NULL, 'f'},        {"help", no_argument, NULL, 'h'},
+            {"memory", required_argument, NULL, 'm'}, {"all", no_argument, NULL, 'a'},
+            {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
         struct stripe_cmd cmd = {.size = 256ull << 20};
         const struct subcommand *sub = NULL;
         int opt;
@@ -96,12 +135,14 @@ int main(int argc, char **argv)
                 if (strcmp(argv[1], subcommands[i].name) == 0)
                         sub = &subcommands[i];
         if (!sub)
-                errx(2, "'%s' is not a subcommand (put, get, ls, stat, verify, rm, bench)",
+                errx(2,
+                     "'%s' is not a subcommand (put, get, ls, stat, verify, rm, mv, fsck, bench)",
                      argv[1]);
         cmd.name = sub->name;
         optind = 2;
-        while ((opt = getopt_long(argc, argv, "+fu:s:h", longopts, NULL)) != -1) {
-                if (strchr("fuds", opt) && !strchr(sub->allowed, opt))
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, "+:fu:s:m:ah", longopts, NULL)) != -1) {
+                if (strchr("fudsma", opt) && !strchr(sub->allowed, opt))
                         errx(2, "%s: option -%c does not apply (see stripe --help)", sub->name,
                              opt == 'd' ? '-' : opt);
                 switch (opt) {
@@ -127,7 +168,13 @@ int main(int argc, char **argv)
                                 errx(2, "-u: '%s' is not a multiple of 4K", optarg);
                         break;
                 case 's':
-                        cmd.size = ds_cli_size("-s", optarg, 1, DS_STRIPE_MAX_SIZE);
+                        cmd.size = ds_cli_size("-s", optarg, 1, 1ull << 50);
+                        break;
+                case 'm':
+                        cmd.mem = ds_cli_size("-m", optarg, 64 * 1024, 1ull << 40);
+                        break;
+                case 'a':
+                        cmd.all = true;
                         break;
                 case 'h':
                         usage(stdout);
@@ -136,8 +183,7 @@ int main(int argc, char **argv)
                         printf("stripe (dragstrip) %s\n", DS_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        ds_cli_bad_option("stripe", argv, opt);
                 }
         }
         cmd.args = argv + optind;
@@ -146,7 +192,7 @@ int main(int argc, char **argv)
                 errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
         }
         check_crc_choice();
-        ds_cli_catch_stop(&cmd_interrupted);
+        catch_signals();
         return sub->run(&cmd);
 }
 
@@ -158,6 +204,20 @@ char **cmd_dirs(const struct stripe_cmd *cmd, const char *list, unsigned *ndirs)
         if (ds_stripe_dirs_parse(list, &dirs, ndirs, &err) != 0)
                 errx(2, "%s: %s", cmd->name, err.text);
         return dirs;
+}
+
+void cmd_name(const struct stripe_cmd *cmd, const char *name)
+{
+        struct ds_error err;
+
+        if (ds_stripe_name_check(name, &err) != 0)
+                errx(2, "%s: %s", cmd->name, err.text);
+}
+
+struct ds_stripe_options cmd_options(const struct stripe_cmd *cmd)
+{
+        return (struct ds_stripe_options){
+            .flags = cmd_flags(cmd), .mem_budget = cmd->mem, .stop = &cmd_interrupted};
 }
 
 unsigned cmd_flags(const struct stripe_cmd *cmd)

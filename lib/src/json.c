@@ -7,7 +7,32 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 
+/* Length of the well-formed UTF-8 sequence at p (1 to 4 bytes), or 0 when p starts none:
+ * a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short
+ * (the && chain stops at the terminating NUL). */
+static int utf8_length(const unsigned char *p)
+{
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                unsigned lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+                return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+        }
+        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                unsigned lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+                return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 && (p[3] & 0xc0) == 0x80
+                           ? 4
+                           : 0;
+        }
+        return 0;
+}
+
+/* JSON text is UTF-8: a byte that is not part of a well-formed sequence (a file name
+ * in another encoding, say) is written as U+FFFD, so the output always parses. */
 static void write_string(FILE *out, const char *text)
 {
         fputc('"', out);
@@ -29,10 +54,19 @@ static void write_string(FILE *out, const char *text)
                         fputs("\\t", out);
                         break;
                 default:
-                        if (*p < 0x20 || *p == 0x7f)
+                        if (*p < 0x20 || *p == 0x7f) {
                                 fprintf(out, "\\u%04x", *p);
-                        else
+                        } else if (*p < 0x80) {
                                 fputc(*p, out);
+                        } else {
+                                int n = utf8_length(p);
+                                if (n == 0) {
+                                        fputs("\\ufffd", out);
+                                } else {
+                                        fwrite(p, 1, (size_t)n, out);
+                                        p += n - 1;
+                                }
+                        }
                 }
         }
         fputc('"', out);

@@ -29,7 +29,7 @@ grep -Eq '^piped +3000000 +width 3 unit 1M' "$work/ls" || fail "ls: $(cat "$work
 grep -Eq '^src +3000000' "$work/ls" || fail "ls lacks src: $(cat "$work/ls")"
 pass "ls lists both files"
 
-"$stripe" ls --json "$D" | jq -e 'select(.name=="piped") | .size==3000000 and .width==3 and .data_checksums' >/dev/null ||
+"$stripe" ls --json "$D" | jq -se 'map(select(.name=="piped"))[0] | .state=="ok" and .size==3000000 and .width==3 and .data_checksums' >/dev/null ||
 	fail "ls --json"
 "$stripe" stat --json "$D" piped | jq -e '.unit==1048576 and (.set_id|length)==32' >/dev/null || fail "stat --json"
 "$stripe" stat "$D" piped | grep -q "member 2 .*/d2/piped" || fail "stat lists members"
@@ -81,6 +81,31 @@ expect_error "missing args" "wrong number of arguments" "$stripe" get "$D" j
 expect_error "stdin needs a name" "needs a NAME" "$stripe" put - "$D"
 expect_error "reserved name" "reserved" "$stripe" put "$work/src" "$D" .dstmp.x
 expect_error "missing source" "nosuch" "$stripe" put "$work/nosuch" "$D" x
+# exit_2 NAME CMD...: a usage error: exit status 2 and one line.
+exit_2() {
+	local name=$1 status=0
+	shift
+	"$@" >/dev/null 2>"$work/err" || status=$?
+	[ "$status" = 2 ] || fail "$name: exit $status, expected 2: $(cat "$work/err")"
+	[ "$(wc -l <"$work/err")" = 1 ] || fail "$name: more than one line: $(cat "$work/err")"
+}
+long=$(printf 'n%.0s' $(seq 201))
+for bad in .. . "" "a/b" "$long" .dstmp.x; do
+	exit_2 "put NAME '${bad:0:20}'" "$stripe" put "$work/src" "$D" "$bad"
+	exit_2 "get NAME '${bad:0:20}'" "$stripe" get "$D" "$bad" "$work/x"
+	exit_2 "rm NAME '${bad:0:20}'" "$stripe" rm "$D" "$bad"
+done
+exit_2 "unknown option" "$stripe" put -x "$work/src" "$D"
+exit_2 "option without its value" "$stripe" put -u
+exit_2 "get into a directory" "$stripe" get "$D" j "$work"
+exit_2 "get into a member of the file" "$stripe" get "$D" j "$work/d1/j"
+pass "bad names, options and destinations: exit 2, one line"
+
+# A name that is not UTF-8 still gives valid JSON.
+"$stripe" put "$work/src" "$D" "$(printf 'caf\xe9')" >/dev/null
+"$stripe" ls --json "$D" | jq -se 'map(.name) | index("caf\ufffd") != null' >/dev/null || fail "ls --json of a Latin-1 name"
+pass "ls --json writes a Latin-1 name as valid JSON"
+
 "$stripe" --version | grep -q '^stripe (dragstrip)' || fail "--version"
 "$stripe" --help | grep -q 'stripe bench' || fail "--help"
 pass "help and version"

@@ -53,6 +53,36 @@ printf '\x00\x01\x02' | dd of="$work/d2/f" bs=1 seek=$((4096 + 70000)) conv=notr
 get_fails "data corrupted" "member 2 .*data checksum mismatch"
 expect_error "verify --data finds it" "member 2 .*data checksum mismatch" "$stripe" verify --data "$D" f
 "$stripe" verify "$D" f >/dev/null || fail "verify without --data reads headers only"
+
+# A failed get leaves an existing DEST exactly as it was (content, mode, inode), a
+# symlink to it too, and never removes a device or a FIFO.
+printf 'keep me\n' >"$work/dest"
+chmod 640 "$work/dest"
+ln -s dest "$work/dest.link"
+before=$(stat -c '%i %a %s %Y' "$work/dest")
+expect_error "failed get over an existing file" "member 2 .*data checksum mismatch" "$stripe" get "$D" f "$work/dest"
+expect_error "failed get through a symlink" "member 2 .*data checksum mismatch" "$stripe" get "$D" f "$work/dest.link"
+[ "$(stat -c '%i %a %s %Y' "$work/dest")" = "$before" ] && [ "$(cat "$work/dest")" = "keep me" ] ||
+	fail "a failed get changed the existing DEST"
+[ -L "$work/dest.link" ] || fail "a failed get replaced the symlink"
+[ -z "$(ls -A "$work" | grep '\.stripe-' || true)" ] || fail "a failed get left its temporary file"
+expect_error "failed get to /dev/null" "member 2 .*data checksum mismatch" "$stripe" get "$D" f /dev/null
+[ -c /dev/null ] || fail "/dev/null is gone"
+mkfifo "$work/pipe"
+cat "$work/pipe" >/dev/null &
+expect_error "failed get to a FIFO" "member 2 .*data checksum mismatch" "$stripe" get "$D" f "$work/pipe"
+[ -p "$work/pipe" ] || fail "the FIFO is gone"
+pass "failed get: existing file, symlink, /dev/null and FIFO all as they were"
+
+fresh
+"$stripe" get "$D" f "$work/dest.link" >/dev/null
+cmp -s "$work/dest" "$work/src" || fail "get through a symlink did not write its target"
+[ -L "$work/dest.link" ] && [ "$(stat -c %a "$work/dest")" = 640 ] || fail "get replaced the link or lost the mode"
+cat "$work/pipe" >"$work/from-pipe" &
+"$stripe" get "$D" f "$work/pipe" >/dev/null
+wait
+cmp -s "$work/from-pipe" "$work/src" || fail "get to a FIFO: the reader got other bytes"
+pass "get writes a symlink's target (mode kept) and into a FIFO in place"
 fresh
 truncate -s 5000 "$work/d1/g"
 status=0
@@ -91,7 +121,7 @@ pass "get still reads from a read-only directory"
 
 # An interrupted put (SIGINT while it waits on stdin) removes its temporary members.
 mkfifo "$work/fifo"
-"$stripe" put - "$D" cut <"$work/fifo" 2>"$work/cut.err" &
+"$stripe" put - "$D" cut <"$work/fifo" >"$work/cut.out" 2>"$work/cut.err" &
 put_pid=$!
 exec 7>"$work/fifo"
 head -c 3000000 /dev/urandom >&7
@@ -100,8 +130,8 @@ kill -INT "$put_pid"
 status=0
 wait "$put_pid" || status=$?
 exec 7>&-
-[ "$status" = 1 ] || fail "interrupted put exited $status"
-grep -q "interrupted" "$work/cut.err" || fail "interrupted put: $(cat "$work/cut.err")"
+[ "$status" = 130 ] || fail "interrupted put exited $status (expected 130)"
+grep -q "interrupted" "$work/cut.out" || fail "interrupted put: $(cat "$work/cut.out")"
 no_leftovers cut "$work/d0" "$work/d1" "$work/d2"
 pass "an interrupted put leaves nothing behind"
 

@@ -34,6 +34,27 @@ static void capture_parse(struct capture *c, struct jc_doc *doc)
                 fail_msg("not one JSON object and a newline: %s", c->text);
 }
 
+static void test_json_invalid_utf8_becomes_replacement_characters(void **state)
+{
+        (void)state;
+        /* valid 2-, 3- and 4-byte sequences, then a stray continuation byte, an overlong
+         * '/', a surrogate, a lead byte cut short by the end, and Latin-1 */
+        static const char mixed[] =
+            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\x80|\xc0\xaf|\xed\xa0\x80|"
+            "\xe9t\xe9|\xe2\x82";
+        struct capture c;
+        struct ds_json json;
+        capture_open(&c);
+        ds_json_begin(&json, c.out);
+        ds_json_str(&json, "name", mixed);
+        ds_json_end(&json);
+        assert_int_equal(fclose(c.out), 0); /* the checker here reads ASCII only */
+        assert_string_equal(c.text, "{\"name\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\\ufffd|"
+                                    "\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffdt\\ufffd|"
+                                    "\\ufffd\\ufffd\"}\n");
+        free(c.text);
+}
+
 static void test_json_empty_object_is_one_line(void **state)
 {
         (void)state;
@@ -169,6 +190,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_json_empty_object_is_one_line),
+            cmocka_unit_test(test_json_invalid_utf8_becomes_replacement_characters),
             cmocka_unit_test(test_json_escapes_quotes_backslashes_and_control_characters),
             cmocka_unit_test(test_json_nests_objects_with_commas_in_the_right_places),
             cmocka_unit_test(test_json_numbers_are_exact_and_non_finite_is_null),

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include <dragstrip/error.h>
+#include <dragstrip/pool.h>
 #include <dragstrip/stripe.h>
 
 #define MAX_DIRS 16
@@ -361,6 +363,142 @@ static void test_stripe_unaligned_buffers_and_offsets(void **state)
         free(back);
 }
 
+struct scan_seen {
+        char names[8][32];
+        enum ds_stripe_state states[8];
+        unsigned count;
+};
+
+static int note_entry(const struct ds_stripe_entry *entry, void *ctx)
+{
+        struct scan_seen *seen = ctx;
+
+        assert_true(seen->count < 8);
+        snprintf(seen->names[seen->count], sizeof(seen->names[0]), "%s", entry->name);
+        seen->states[seen->count++] = entry->state;
+        assert_true((entry->state == DS_STRIPE_OK) == (entry->info != NULL));
+        assert_true((entry->state == DS_STRIPE_OK) == (entry->problem == NULL));
+        return 0;
+}
+
+static void test_stripe_scan_reports_ok_damaged_partial_and_hidden(void **state)
+{
+        struct fixture *f = *state;
+        uint8_t *data = random_bytes(200000);
+        struct scan_seen seen = {0}, all = {0};
+        struct ds_stripe *running;
+        struct ds_error err;
+        char path[160];
+
+        put_file(f, 3, 4096, "good", data, 200000);
+        put_file(f, 3, 4096, "nozero", data, 200000);
+        put_file(f, 3, 4096, ".dot", data, 1000);
+        member_path(f, 0, "nozero", path);
+        assert_int_equal(unlink(path), 0);
+        member_path(f, 2, "fifo", path);
+        assert_int_equal(mkfifo(path, 0600), 0); /* must neither block nor be listed */
+        assert_int_equal(ds_stripe_create(&running, f->dirs, 3, "running", NULL, &err), 0);
+
+        assert_int_equal(ds_stripe_scan(f->dirs, 3, 0, note_entry, &seen, &err), 0);
+        assert_int_equal(seen.count, 3);
+        assert_string_equal(seen.names[0], "good");
+        assert_int_equal(seen.states[0], DS_STRIPE_OK);
+        assert_string_equal(seen.names[1], "nozero");
+        assert_int_equal(seen.states[1], DS_STRIPE_DAMAGED);
+        assert_string_equal(seen.names[2], "running");
+        assert_int_equal(seen.states[2], DS_STRIPE_PARTIAL);
+        assert_int_equal(ds_stripe_scan(f->dirs, 3, DS_STRIPE_SCAN_HIDDEN, note_entry, &all, &err),
+                         0);
+        assert_int_equal(all.count, 4);
+        assert_string_equal(all.names[0], ".dot");
+
+        /* fsck leaves the running put alone; once it is gone (never committed), nothing. */
+        assert_int_equal(ds_stripe_fsck(f->dirs, 3, NULL, NULL, &err), 0);
+        assert_int_equal(ds_stripe_close(running, &err), 0);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(ds_stripe_scan(f->dirs, 3, 0, note_entry, &seen, &err), 0);
+        assert_int_equal(seen.count, 2);
+        free(data);
+}
+
+/* A commit cut short after member 0's rename: the others are still under their temporary
+ * names. Readers use them; fsck renames them into place. */
+static void test_stripe_commit_cut_short_reads_from_temporary_names(void **state)
+{
+        struct fixture *f = *state;
+        uint8_t *data = random_bytes(300000);
+        struct ds_stripe_info info;
+        struct ds_error err;
+        char hex[2 * DS_STRIPE_SET_ID_SIZE + 1], from[160], to[200];
+
+        put_file(f, 4, 8192, "cut", data, 300000);
+        assert_int_equal(ds_stripe_verify(f->dirs, 4, "cut", true, &info, &err), 0);
+        for (unsigned i = 0; i < DS_STRIPE_SET_ID_SIZE; i++)
+                snprintf(hex + 2 * i, 3, "%02x", info.set_id[i]);
+        for (unsigned i = 1; i < 4; i++) {
+                member_path(f, i, "cut", from);
+                snprintf(to, sizeof(to), "%s/%s%s.cut", f->dirs[i], DS_STRIPE_TMP_PREFIX, hex);
+                assert_int_equal(rename(from, to), 0);
+        }
+        assert_int_equal(ds_stripe_verify(f->dirs, 4, "cut", true, NULL, &err), 0);
+        expect_contents(f, 4, "cut", data, 300000);
+        assert_int_equal(ds_stripe_fsck(f->dirs, 4, NULL, NULL, &err), 3);
+        member_path(f, 3, "cut", from);
+        assert_int_equal(access(from, F_OK), 0);
+        assert_int_equal(access(to, F_OK), -1);
+        expect_contents(f, 4, "cut", data, 300000);
+        free(data);
+}
+
+static void test_stripe_fifo_member_is_refused_without_blocking(void **state)
+{
+        struct fixture *f = *state;
+        uint8_t *data = random_bytes(50000);
+        struct ds_stripe *s;
+        struct ds_error err;
+        char path[160];
+
+        put_file(f, 2, 4096, "p", data, 50000);
+        member_path(f, 1, "p", path);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_int_equal(ds_stripe_open(&s, f->dirs, 2, "p", NULL, &err), -EINVAL);
+        assert_non_null(strstr(err.text, "is not a regular file"));
+        assert_int_equal(ds_stripe_unlink(f->dirs, 2, "p", &err), 1); /* member 0 only */
+        assert_int_equal(access(path, F_OK), 0);                      /* the FIFO stays */
+        free(data);
+}
+
+static void test_stripe_stream_buffers_stay_within_the_budget(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_stripe_options big = {.unit = 1u << 30, .mem_budget = 1u << 20};
+        struct ds_stripe_options tiny = {.mem_budget = 8192};
+        uint8_t *data = random_bytes(100000);
+        struct ds_stripe *s;
+        struct ds_pool *pool;
+        struct ds_error err;
+
+        assert_int_equal(ds_stripe_create(&s, f->dirs, 4, "big", &big, &err), 0);
+        assert_int_equal(ds_stripe_stream_pool(s, &pool, &err), 0);
+        assert_true(ds_pool_buf_size(pool) * ds_pool_count(pool) <= big.mem_budget);
+        ds_pool_destroy(pool);
+        assert_int_equal(ds_stripe_close(s, &err), 0);
+
+        put_file(f, 4, 65536, "small", data, 100000);
+        assert_int_equal(ds_stripe_open(&s, f->dirs, 4, "small", NULL, &err), 0);
+        assert_int_equal(ds_stripe_stream_pool(s, &pool, &err), 0);
+        assert_int_equal(ds_pool_buf_size(pool), 102400); /* the file, rounded up to 4K */
+        ds_pool_destroy(pool);
+        assert_int_equal(ds_stripe_close(s, &err), 0);
+
+        assert_int_equal(ds_stripe_open(&s, f->dirs, 4, "small", &tiny, &err), 0);
+        assert_int_equal(ds_stripe_stream_pool(s, &pool, &err), -ENOMEM);
+        assert_non_null(strstr(err.text, "too small for 4 buffers"));
+        assert_int_equal(ds_stripe_close(s, &err), 0);
+        free(data);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -378,6 +516,14 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_stripe_rejects_bad_arguments, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stripe_unaligned_buffers_and_offsets, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_stripe_scan_reports_ok_damaged_partial_and_hidden,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stripe_commit_cut_short_reads_from_temporary_names,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stripe_fifo_member_is_refused_without_blocking,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stripe_stream_buffers_stay_within_the_budget,
+                                            setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

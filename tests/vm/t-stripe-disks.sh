@@ -26,6 +26,45 @@ for size in 0 1 1048575 1048577 $((9 * 1048576 + 12345)); do
 done
 echo "ok: put/get/verify exact over ${#dirs[@]} disks"
 
+# Slow disks, big units: SIGTERM mid-put and SIGINT mid-get end stripe within 2 s with the
+# report marked interrupted, no segment, the old file whole, no temporary member left.
+head -c $((48 << 20)) /dev/urandom >"$TMPDIR/old"
+head -c $((400 << 20)) /dev/urandom >"$TMPDIR/new"
+"$stripe" put -u 8M "$TMPDIR/old" "$DS_VM_DISKS" sig >/dev/null
+# stop_mid_run SIGNAL EXPECTED CMD...: starts CMD, signals it once data flows, checks.
+stop_mid_run() {
+	local sig=$1 want=$2 pid status=0 t0 t1
+	shift 2
+	"$@" >"$TMPDIR/sig.json" 2>"$TMPDIR/sig.err" &
+	pid=$!
+	for _ in $(seq 400); do
+		[ -e "/dev/shm/dragstrip.$pid" ] && break
+		sleep 0.05
+	done
+	sleep 0.5 # into the transfer: 400 MiB take at least 2 s on four 50 MB/s disks
+	t0=$(date +%s%N)
+	kill -"$sig" "$pid"
+	wait "$pid" || status=$?
+	t1=$(date +%s%N)
+	[ "$status" = "$want" ] || ds_vm_die "SIG$sig mid-run: exit $status: $(cat "$TMPDIR/sig.err")"
+	[ $(((t1 - t0) / 1000000)) -lt 2000 ] || ds_vm_die "SIG$sig mid-run: exit took $(((t1 - t0) / 1000000)) ms"
+	[ ! -e "/dev/shm/dragstrip.$pid" ] || ds_vm_die "SIG$sig mid-run: segment left"
+	jq -e '.interrupted == true' "$TMPDIR/sig.json" >/dev/null || ds_vm_die "SIG$sig: report $(cat "$TMPDIR/sig.json")"
+	echo "ok: SIG$sig mid-run on slow disks: exit $status after $(((t1 - t0) / 1000000)) ms"
+}
+stop_mid_run TERM 143 "$stripe" put --json -f -u 8M "$TMPDIR/new" "$DS_VM_DISKS" sig
+"$stripe" get "$DS_VM_DISKS" sig "$TMPDIR/back" >/dev/null 2>&1
+cmp -s "$TMPDIR/back" "$TMPDIR/old" || ds_vm_die "the old file is not whole after an interrupted put -f"
+for d in "${dirs[@]}"; do
+	! ls -A "$d" | grep -q '^\.dstmp\.' || ds_vm_die "temporary member left in $d"
+done
+cp "$TMPDIR/old" "$TMPDIR/dest"
+"$stripe" put -f -u 8M "$TMPDIR/new" "$DS_VM_DISKS" sig >/dev/null 2>&1
+stop_mid_run INT 130 "$stripe" get --json "$DS_VM_DISKS" sig "$TMPDIR/dest"
+cmp -s "$TMPDIR/dest" "$TMPDIR/old" || ds_vm_die "an interrupted get changed its existing DEST"
+"$stripe" rm "$DS_VM_DISKS" sig >/dev/null
+rm -f "$TMPDIR/old" "$TMPDIR/new" "$TMPDIR/dest" "$TMPDIR/back"
+
 if [ "$mode" = --bench ]; then
 	size=256M mib=256 min_speedup=3.6
 else

@@ -12,6 +12,7 @@
 #ifndef DRAGSTRIP_STRIPE_H
 #define DRAGSTRIP_STRIPE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +41,14 @@ struct ds_stripe_options {
         unsigned flags;               /* enum ds_stripe_flags */
         unsigned depth;               /* submits in flight at once; 0 means 4 */
         struct ds_live_segment *live; /* counts I/Os and bytes as members finish them */
+        /* Stream buffers (ds_stripe_stream_pool) stay within this many bytes whatever the
+         * unit; 0 means ds_stripe_default_budget(). */
+        uint64_t mem_budget;
+        const atomic_bool *stop; /* when set, streams end with -EINTR at the next buffer */
 };
+
+/* The default buffer budget: a sixteenth of the machine's memory, at most 256 MiB. */
+uint64_t ds_stripe_default_budget(void);
 
 struct ds_stripe_info {
         struct ds_stripe_layout layout;
@@ -124,8 +132,11 @@ int ds_stripe_read_stream(struct ds_stripe *stripe, struct ds_pool *pool, ds_str
 int ds_stripe_write_stream(struct ds_stripe *stripe, struct ds_pool *pool,
                            ds_stripe_source_fn source, void *ctx, struct ds_error *err);
 
-/* A pool suited to streaming this file: buffers of one full stripe (width x unit, or one
- * unit when that would pass 64 MiB) and as many as the stripe's depth. */
+/* A pool suited to streaming this file: as many buffers as the stripe's depth, each one
+ * full stripe (width x unit) or, where that would pass the memory budget, the largest
+ * multiple of 4K (of the unit, when one fits) that keeps them all within it, and no larger
+ * than an opened file (rounded up to 4K). -ENOMEM when the budget cannot hold depth
+ * buffers of 4K. */
 int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
                           struct ds_error *err);
 
@@ -133,18 +144,62 @@ int ds_stripe_stream_pool(const struct ds_stripe *stripe, struct ds_pool **pool,
  * and checks the data checksums. info (may be NULL) gets what was found. */
 int ds_stripe_verify(const char *const *dirs, unsigned ndirs, const char *name, bool data,
                      struct ds_stripe_info *info, struct ds_error *err);
+/* The same with options (flags, memory budget, stop flag; may be NULL). */
+int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *name,
+                          const struct ds_stripe_options *options, bool data,
+                          struct ds_stripe_info *info, struct ds_error *err);
 
-/* Removes every member of NAME that carries a stripe header (damaged ones too); files
- * without one are left alone. Returns how many were removed, -ENOENT if none. */
+/* Removes every member of NAME that carries a stripe header (damaged ones too), member 0
+ * first: that is the commit point, so a removal cut short leaves no file that reads, and
+ * running it again removes the rest. Files without a stripe header and non-regular files
+ * are left alone. Returns how many were removed, -ENOENT if none. */
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                      struct ds_error *err);
 
-/* Calls fn for each striped file whose first member is in dirs[0], in directory order,
- * with its info, or with problem set (and info NULL) when it does not open cleanly. A
- * non-zero return from fn stops the walk and is returned. */
+/* Renames the striped file from to to, with the commit point of a put: a crash at any
+ * instant leaves from whole or to whole (the old name may then keep members without
+ * member 0, which ls shows as damaged and rm removes). Only a file that opens cleanly is
+ * renamed. -EEXIST when to exists, unless replace. */
+int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, const char *to,
+                     bool replace, struct ds_error *err);
+
+/* Calls fn for each striped file in the directories, in name order, with its info, or
+ * with problem set (and info NULL) when it does not open cleanly or is not committed (as
+ * ds_stripe_scan() without hidden names). A non-zero return from fn stops the walk and is
+ * returned. */
 typedef int (*ds_stripe_list_fn)(const char *name, const struct ds_stripe_info *info,
                                  const char *problem, void *ctx);
 int ds_stripe_list(const char *const *dirs, unsigned ndirs, ds_stripe_list_fn fn, void *ctx,
+                   struct ds_error *err);
+
+enum ds_stripe_state {
+        DS_STRIPE_OK,      /* opens cleanly: every member present and consistent */
+        DS_STRIPE_DAMAGED, /* some member under the final name, but the file does not open */
+        DS_STRIPE_PARTIAL, /* only temporary members: a put running or cut short */
+};
+
+struct ds_stripe_entry {
+        const char *name;
+        enum ds_stripe_state state;
+        const struct ds_stripe_info *info; /* DS_STRIPE_OK only */
+        const char *problem;               /* otherwise: why, one line */
+};
+
+#define DS_STRIPE_SCAN_HIDDEN 1u /* names starting with '.' too */
+
+/* Calls fn for every name that has any member (final or temporary) in any of the
+ * directories, in name order, with its state. Opens nothing that is not a regular file.
+ * A non-zero return from fn stops the walk and is returned. */
+typedef int (*ds_stripe_scan_fn)(const struct ds_stripe_entry *entry, void *ctx);
+int ds_stripe_scan(const char *const *dirs, unsigned ndirs, unsigned flags, ds_stripe_scan_fn fn,
+                   void *ctx, struct ds_error *err);
+
+/* Finishes or undoes what crashes left: members of committed files still under temporary
+ * names are put in place, temporary members that no running put holds are removed, and
+ * report (may be NULL) hears of each (committed: put in place, else removed). Returns how
+ * many entries it changed, or a negative errno. */
+typedef void (*ds_stripe_sweep_fn)(const char *path, bool committed, void *ctx);
+int ds_stripe_fsck(const char *const *dirs, unsigned ndirs, ds_stripe_sweep_fn report, void *ctx,
                    struct ds_error *err);
 
 /* Splits "a,b,c" into a NULL-terminated array of directory names (one allocation; free()
