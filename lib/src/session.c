@@ -44,9 +44,10 @@ int ds_session_handle(struct ds_session *s, const struct ds_msg *msg, struct ds_
         if (from_sender != s->receiver) {
                 count_bad(s, DS_WIRE_TYPE_BAD);
                 if (!s->receiver)
-                        return ds_fail(err, -EPROTO,
+                        return ds_fail(err, 0,
                                        "%s sent a blast's own frames back: an echo, not a sink",
-                                       s->link->peer);
+                                       s->link->peer),
+                               -EPROTO;
                 return 0;
         }
         switch (msg->ctl_type) {
