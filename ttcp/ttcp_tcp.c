@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <dragstrip/net.h>
+#include <dragstrip/stop.h>
 
 #include "ttcp.h"
 #include "ttcp_supervise.h"
@@ -162,6 +163,8 @@ static int send_all(struct tcp_stream *s, const unsigned char *buf, size_t len)
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        if (ds_stopping()) /* a signal shut the stream: what went is the report */
+                                return 0;
                         if (errno == ENOBUFS && flags) {
                                 /* Too many pages pinned: wait for the kernel to let go. */
                                 int rc = reap_zerocopy(s, true);
@@ -423,6 +426,14 @@ static void shut_streams(void *ctx)
                 shutdown(set->streams[i]->fd, SHUT_RDWR);
 }
 
+/* A transmitter stopped by a signal (not by -w) may be blocked in send() to a receiver
+ * that stopped reading: shutting the streams wakes it. */
+static void shut_on_signal(void *ctx)
+{
+        if (ds_stopping())
+                shut_streams(ctx);
+}
+
 /* Joins every stream, sums them into out, and returns the first failure. */
 static int streams_finish(struct tcp_stream **streams, unsigned count, struct ttcp_outcome *out,
                           struct ds_error *err)
@@ -482,7 +493,8 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
         ttcp_say(opt, "connect");
         snprintf(out->peer, sizeof out->peer, "%s", opt->host);
         out->start_ns = ds_now_ns();
-        supervise_begin(out->start_ns, opt->duration_s, NULL, NULL);
+        struct stream_set set = {.streams = streams, .count = count};
+        supervise_begin(out->start_ns, opt->duration_s, shut_on_signal, &set);
         for (unsigned i = 0; i < count && rc == 0; i++)
                 rc = stream_start(streams[i], transmit_thread, err);
         if (rc != 0)

@@ -64,6 +64,27 @@ wait $rpid || fail "the receiver of an interrupted ttcp -t: $(cat "$work/r.err")
 [ "$(tail -1 "$work/t.out" | jq .interrupted)" = true ] || fail "ttcp -t JSON: $(tail -1 "$work/t.out")"
 pass "ttcp -t mid-run: SIGTERM ends it in $took_ms ms (143), JSON marked interrupted"
 
+# ttcp -t blocked in send() to a receiver that stopped reading
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 16628))
+s.listen(1)
+c, _ = s.accept()
+time.sleep(60)' &
+wait_listening 16628
+"$ttcp" -t -s -n 1000000 --timeout 60 -p 16628 127.0.0.1 >"$work/t.out" 2>"$work/t.err" &
+pid=$!
+for _ in $(seq 100); do # blocked once the socket buffers are full
+	[ "$(ss -H -tn state established "dport = :16628" | awk '{print $2}')" -gt 0 ] 2>/dev/null &&
+		grep -q "^State:.*S (sleeping)" /proc/$pid/status && break
+	sleep 0.1
+done
+stop_and_check "ttcp -t blocked" $pid TERM
+[ "$(classic_bytes "$work/t.err")" -gt 0 ] || fail "ttcp -t blocked reported nothing: $(cat "$work/t.err")"
+pass "ttcp -t blocked on a receiver that stopped reading: SIGTERM ends it in $took_ms ms (143)"
+
 # sink idle
 "$sink" -p 16623 >"$work/s.out" 2>"$work/s.err" &
 pid=$!
