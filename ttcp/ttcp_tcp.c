@@ -122,7 +122,7 @@ static int reap_zerocopy(struct tcp_stream *s, bool wait)
                                 return ds_fail(&s->err, -errno, "reading zero-copy completions");
                         if (!wait)
                                 return 0;
-                        int ready = poll(&pfd, 1, (int)(s->opt->timeout_s * 1000));
+                        int ready = poll(&pfd, 1, ds_duration_ms(s->opt->timeout_s));
                         if (ready == 0)
                                 return ds_fail(&s->err, -ETIMEDOUT,
                                                "the kernel held zero-copy buffers for %.0f s",
@@ -472,7 +472,7 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
         /* Every stream is connected before any sends, so the receiver sees them all. */
         for (; count < opt->streams; count++) {
                 int fd = ds_net_connect(opt->host, opt->port, SOCK_STREAM,
-                                        (int)(opt->timeout_s * 1000), err);
+                                        ds_duration_ms(opt->timeout_s), err);
                 if (fd < 0) {
                         rc = fd;
                         break;
