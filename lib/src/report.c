@@ -185,8 +185,12 @@ static void print_text(const struct ds_report *report, const struct ds_result *r
 void ds_report_print(const struct ds_report *report, const struct ds_result *result,
                      ds_report_extra_fn extra, void *ctx)
 {
+        /* Runs of a sink end on their own threads: one report is one unbroken line. */
+        FILE *out = report->config.out;
+        flockfile(out);
         if (report->config.json)
                 print_json(report, result, extra, ctx);
         else
                 print_text(report, result);
+        funlockfile(out);
 }

@@ -58,6 +58,7 @@ struct run {
 struct sink {
         const struct ds_sink_options *o;
         const atomic_bool *stop;
+        FILE *log;
         struct ds_live *live;
         struct ds_budget budget;
         pthread_mutex_t lock;
@@ -458,7 +459,7 @@ static int accept_one(struct sink *k, struct ds_link_listener *listener,
         int rc = ds_link_accept(listener, &link, POLL_MS, err);
         if (rc == 0 && (rc = spawn(k, link)) == -EBUSY) {
                 if (!*full)
-                        fprintf(stderr,
+                        fprintf(k->log,
                                 "sink: %u peers, as many as --max-peers allows; "
                                 "refusing more until some leave\n",
                                 k->o->max_peers);
@@ -470,12 +471,12 @@ static int accept_one(struct sink *k, struct ds_link_listener *listener,
                 ds_accept_ok(guard);
                 return 0;
         }
-        return ds_accept_survive(guard, rc, "sink", stderr) ? 0 : rc;
+        return ds_accept_survive(guard, rc, "sink", k->log) ? 0 : rc;
 }
 
 int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, struct ds_error *err)
 {
-        struct sink k = {.o = o, .stop = stop};
+        struct sink k = {.o = o, .stop = stop, .log = o->log ? o->log : stderr};
         ds_budget_init(&k.budget, o->max_mem ? o->max_mem : ds_budget_default());
         pthread_mutex_init(&k.lock, NULL);
         pthread_cond_init(&k.idle_cv, NULL);

@@ -249,6 +249,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             .max_mem = 8u << 20, /* a few small runs at once, never a large one */
             .max_peers = 2,      /* three links: the third may find the house full */
             .report = {.out = devnull},
+            .log = devnull,
         };
         struct ds_error err;
         ds_sink_serve(&o, &stop, &err);

@@ -102,8 +102,9 @@ def connect(port):
 class Sink:
     def __init__(self, link, *args, nofile=None):
         self.port = free_port(socket.SOCK_STREAM if link == "tcp" else socket.SOCK_DGRAM)
-        self.out = open(os.path.join(WORK, f"sink-{link}.out"), "w+")
-        self.err = open(os.path.join(WORK, f"sink-{link}.err"), "w+")
+        name = f"sink-{link}-{self.port}"
+        self.out = open(os.path.join(WORK, name + ".out"), "w+")
+        self.err = open(os.path.join(WORK, name + ".err"), "w+")
 
         def limits():
             if nofile:
@@ -132,7 +133,8 @@ class Sink:
     def reports(self):
         self.out.flush()
         with open(self.out.name) as f:
-            return [json.loads(line) for line in f if line.startswith("{")]
+            # whole lines only: sink may be writing the last one
+            return [json.loads(line) for line in f if line.startswith("{") and line.endswith("\n")]
 
     def alive(self, what):
         if self.proc.poll() is not None:
@@ -396,6 +398,21 @@ def idle_flood(sink):
     ok("1100 idle connections under ulimit -n 1024: accept survives EMFILE, logged once")
 
 
+def full_house():
+    sink = Sink("tcp", "--max-peers", "2")
+    held = [connect(sink.port) for _ in range(2)]
+    third = connect(sink.port)
+    if not closed_within(third, 2):
+        fail("a link beyond --max-peers was not closed at once")
+    wait_until(lambda: "as many as --max-peers allows" in sink.stderr(), 5, "the full house said")
+    for s in held:  # the handshake deadline frees both
+        if not closed_within(s, 6):
+            fail("an idle link was held past the handshake deadline")
+    ok("a link beyond --max-peers is closed at once, and said once")
+    normal_blast(sink, "a full house")
+    sink.stop()
+
+
 def echo_server():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -443,7 +460,8 @@ def main():
     idle_flood(tcp)
     normal_blast(tcp, "1100 idle connections")
     tcp.stop()
-    udp = Sink("udp")
+    full_house()
+    udp = Sink("udp", "--idle", "30")  # links taken stay taken while the test runs
     normal_blast(udp, "start")
     hwm = max(hwm, udp_memory(udp))
     normal_blast(udp, "udp memory requests")

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <dragstrip/link.h>
 #include <dragstrip/report.h>
@@ -46,6 +47,7 @@ struct ds_sink_options {
         uint32_t max_msg;            /* largest message a hello may ask for (0: the link's) */
         uint64_t max_mem;            /* receive buffers of all runs together (0: default) */
         unsigned max_peers;          /* links served at once, >= 1 */
+        FILE *log;                   /* shortages and a full house, said once (NULL: stderr) */
         struct ds_report_config report;
 };
 
