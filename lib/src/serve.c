@@ -69,9 +69,14 @@ bool ds_accept_survive(struct ds_accept_guard *g, int rc, const char *what, FILE
         case ENOMEM:
         case EAGAIN:
                 g->shortages++;
-                if (!g->short_of && log)
+                /* A flood ends and starts again as peers come and go: say it once a minute. */
+                uint64_t now = ds_now_ns();
+                if (!g->short_of && log &&
+                    (!g->logged_ns || now - g->logged_ns > DS_ACCEPT_LOG_S * 1000000000ull)) {
                         fprintf(log, "%s: %s; refusing peers until some leave\n", what,
                                 strerror(-rc));
+                        g->logged_ns = now;
+                }
                 g->short_of = true;
                 /* The peer waits in the backlog; waiting here keeps a full table from
                  * turning the loop into a busy spin. */

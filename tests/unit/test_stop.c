@@ -82,9 +82,12 @@ static void test_accept_survives_shortages_and_logs_once(void **state)
         assert_true(ds_accept_survive(&g, -ETIMEDOUT, "test", log));
         assert_false(ds_accept_survive(&g, -EBADF, "test", log));
         ds_accept_ok(&g);
-        assert_true(ds_accept_survive(&g, -EAGAIN, "test", log)); /* a new run: logged */
+        assert_true(ds_accept_survive(&g, -EAGAIN, "test", log)); /* a new run, soon after */
+        g.logged_ns -= (DS_ACCEPT_LOG_S + 1) * 1000000000ull;
+        ds_accept_ok(&g);
+        assert_true(ds_accept_survive(&g, -EMFILE, "test", log)); /* a minute on: said again */
         fclose(log);
-        assert_int_equal(g.shortages, 3);
+        assert_int_equal(g.shortages, 4);
         int lines = 0;
         for (const char *p = text; *p; p++)
                 lines += *p == '\n';

@@ -39,18 +39,21 @@ int ds_deadline_left_ms(uint64_t deadline_ns);
 
 /* An accept loop's memory of its troubles. Zero it before the loop. */
 struct ds_accept_guard {
-        bool short_of; /* in a run of shortages, already logged */
+        bool short_of;      /* in a run of shortages */
+        uint64_t logged_ns; /* when a shortage was last written to the log */
         uint64_t shortages;
 };
 
 /* After accept(), or starting the thread for an accepted peer, failed with rc (a negative
  * errno): true when the loop should go on. A shortage (EMFILE, ENFILE, ENOBUFS, ENOMEM,
- * EAGAIN) is written to log once per run of them (log may be NULL), then waited out for
+ * EAGAIN) is written to log at the start of a run of them, and no more often than every
+ * DS_ACCEPT_LOG_S (log may be NULL), then waited out for
  * DS_ACCEPT_BACKOFF_MS or until a stop; a peer gone before it was accepted, a timeout or
  * a signal is nothing. False: the listener itself is broken. */
 #define DS_ACCEPT_BACKOFF_MS 100
+#define DS_ACCEPT_LOG_S      60
 bool ds_accept_survive(struct ds_accept_guard *guard, int rc, const char *what, FILE *log);
-/* A peer was accepted and started: the next shortage is logged again. */
+/* A peer was accepted and started: a run of shortages is over. */
 void ds_accept_ok(struct ds_accept_guard *guard);
 
 /* Starts body(arg) on a detached thread with SIGINT and SIGTERM blocked (the main thread
