@@ -1,4 +1,4 @@
-# SIGINT and SIGTERM to ttcp, blast and sink, idle and mid-run: each ends within 2 s with
+# SIGINT and SIGTERM to ttcp, blast and sink, idle and mid-run (and long durations): each ends within 2 s with
 # its report so far (marked interrupted), status 130 or 143, and no live-counter segment;
 # a second signal ends a tool at once even while it waits out its first.
 source "$(dirname "$0")/lib.sh"
@@ -32,6 +32,18 @@ stop_and_check() {
 	[ "$status" -eq "$want" ] || fail "$name: exit status $status after SIG$sig, not $want"
 	[ ! -e "/dev/shm/dragstrip.$pid" ] || fail "$name: left /dev/shm/dragstrip.$pid"
 }
+
+# Durations past 24.8 days (whose milliseconds no longer fit an int) are as good as
+# forever: no run paced with 30 ms gaps is cut short, no timeout wraps to a few seconds.
+"$sink" -p 16629 --once --json --idle 2200000 >"$work/s.out" 2>"$work/s.err" &
+pid=$!
+wait_listening 16629
+"$blast" -p 16629 -n 20 -l 4K -R 1M --timeout 2200000 127.0.0.1 >"$work/b.out" 2>"$work/b.err" ||
+	fail "blast --timeout 2200000: $(cat "$work/b.err")"
+wait $pid || fail "sink --idle 2200000: $(cat "$work/s.err")"
+[ "$(jq -r '[.messages, .aborted] | join(" ")' "$work/s.out")" = "20 false" ] ||
+	fail "sink --idle 2200000 reported: $(cat "$work/s.out")"
+pass "sink --idle 2200000 and blast --timeout 2200000 run as with short ones"
 
 # ttcp -r waiting for a connection
 "$ttcp" -r -s -p 16620 >"$work/r.out" 2>"$work/r.err" &
