@@ -478,6 +478,7 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
                 ds_report_init(&report, &config, NULL);
                 sum.MB_per_s = sum.seconds > 0 ? (double)sum.counters.bytes / 1e6 / sum.seconds : 0;
                 sum.Gbit_per_s = sum.MB_per_s * 8 / 1e3;
+                sum.interrupted = stop && *stop;
                 ds_report_print(&report, &sum, sink_extra, &sink_sum);
                 if (!o.report.json)
                         print_sink_line(&report, &sink_sum);

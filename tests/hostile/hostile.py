@@ -24,6 +24,7 @@ import time
 BIN = os.environ["DS_BIN"]
 # room for four links of 32 MiB messages (128 MiB each) and the odd small one
 MAX_MEM = 576 << 20
+running = []  # sinks to end, however the script ends
 BIG_LINKS = 4
 checks = 0
 
@@ -115,6 +116,7 @@ class Sink:
              "--idle", "2", "--max-mem", str(MAX_MEM), *args],
             stdout=self.out, stderr=self.err, preexec_fn=limits)
         self.link = link
+        running.append(self.proc)
         wait_until(lambda: self.listening(), 10, "sink to listen")
 
     def listening(self):
@@ -443,6 +445,7 @@ def main():
     global WORK
     WORK = tempfile.mkdtemp(prefix="ds-hostile.")
     atexit.register(shutil.rmtree, WORK, ignore_errors=True)
+    atexit.register(lambda: [p.kill() for p in running if p.poll() is None])
     blast_at_echo()
     tcp = Sink("tcp", "--max-peers", "2000", nofile=1024)
     normal_blast(tcp, "start")
