@@ -5,6 +5,7 @@
 #include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
 #include <err.h>
 #include <getopt.h>
@@ -83,7 +84,7 @@ static void parse_long(int c, const char *arg, char **argv, struct ds_blast_opti
                 o->where.events = true;
                 break;
         case OPT_TIMEOUT:
-                o->where.timeout_ms = (int)(ds_cli_seconds("--timeout", arg) * 1000);
+                o->where.timeout_ms = ds_cli_ms("--timeout", arg);
                 break;
         case OPT_JSON:
                 o->report.json = true;
@@ -180,7 +181,10 @@ int main(int argc, char **argv)
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};
-        if (ds_blast_run(&o, &stop_requested, &err) < 0)
+        int rc = ds_blast_run(&o, &stop_requested, &err);
+        if (rc < 0 && ds_stop_status())
+                errx(ds_stop_status(), "interrupted: %s", err.text);
+        if (rc < 0)
                 errx(1, "%s", err.text);
-        return 0;
+        return ds_stop_status(); /* 130 or 143 after a signal, the run reported so far */
 }

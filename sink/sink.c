@@ -5,6 +5,7 @@
 #include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
 #include <err.h>
 #include <getopt.h>
@@ -24,6 +25,9 @@ static void usage(FILE *out)
                 "  -B ADDR         address to listen on (default: all)\n"
                 "  --once          serve one run, then exit (status 1 if it was cut short)\n"
                 "  --idle SEC      give up on a silent blast after SEC (default 3)\n"
+                "  --max-msg LEN   largest message a blast may ask for (default 64M, up to 1G)\n"
+                "  --max-mem SIZE  receive buffers of all runs together (default: RAM/8)\n"
+                "  --max-peers N   links served at once (default 64)\n"
                 "  --pcap FILE     raw: write every frame received to FILE\n"
                 "  --events        verbs: sleep on completion events\n"
                 "  -i SEC          interval reports\n"
@@ -35,13 +39,30 @@ static void usage(FILE *out)
                 ds_link_names());
 }
 
-enum { OPT_ONCE = 256, OPT_IDLE, OPT_PCAP, OPT_EVENTS, OPT_JSON, OPT_VERSION };
+enum {
+        OPT_ONCE = 256,
+        OPT_IDLE,
+        OPT_MAX_MSG,
+        OPT_MAX_MEM,
+        OPT_MAX_PEERS,
+        OPT_PCAP,
+        OPT_EVENTS,
+        OPT_JSON,
+        OPT_VERSION
+};
 
 static const struct option long_options[] = {
-    {"once", no_argument, NULL, OPT_ONCE},       {"idle", required_argument, NULL, OPT_IDLE},
-    {"pcap", required_argument, NULL, OPT_PCAP}, {"events", no_argument, NULL, OPT_EVENTS},
-    {"json", no_argument, NULL, OPT_JSON},       {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+    {"once", no_argument, NULL, OPT_ONCE},
+    {"idle", required_argument, NULL, OPT_IDLE},
+    {"max-msg", required_argument, NULL, OPT_MAX_MSG},
+    {"max-mem", required_argument, NULL, OPT_MAX_MEM},
+    {"max-peers", required_argument, NULL, OPT_MAX_PEERS},
+    {"pcap", required_argument, NULL, OPT_PCAP},
+    {"events", no_argument, NULL, OPT_EVENTS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 static void parse(int argc, char **argv, struct ds_sink_options *o)
@@ -76,7 +97,16 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                         o->once = true;
                         break;
                 case OPT_IDLE:
-                        o->idle_ms = (int)(ds_cli_seconds("--idle", optarg) * 1000);
+                        o->idle_ms = ds_cli_ms("--idle", optarg);
+                        break;
+                case OPT_MAX_MSG:
+                        o->max_msg = (uint32_t)ds_cli_size("--max-msg", optarg, 64, 1u << 30);
+                        break;
+                case OPT_MAX_MEM:
+                        o->max_mem = ds_cli_size("--max-mem", optarg, 1u << 20, UINT64_MAX / 2);
+                        break;
+                case OPT_MAX_PEERS:
+                        o->max_peers = (unsigned)ds_cli_size("--max-peers", optarg, 1, 100000);
                         break;
                 case OPT_PCAP:
                         o->where.pcap_path = optarg;
@@ -103,12 +133,16 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
 
 int main(int argc, char **argv)
 {
-        struct ds_sink_options o = {.where = {.port = 5050}, .idle_ms = 3000};
+        struct ds_sink_options o = {
+            .where = {.port = 5050}, .idle_ms = 3000, .max_msg = 64u << 20, .max_peers = 64};
         argc = ds_live_take_option(argc, argv);
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};
-        if (ds_sink_serve(&o, &stop_requested, &err) < 0)
+        int rc = ds_sink_serve(&o, &stop_requested, &err);
+        if (ds_stop_status())
+                return ds_stop_status(); /* the open runs were reported, interrupted */
+        if (rc < 0)
                 errx(1, "%s", err.text);
         return 0;
 }

@@ -53,7 +53,7 @@ struct ttcp_options {
 /* --timeout in milliseconds for poll(), -1 when ttcp waits forever. */
 static inline int ttcp_timeout_ms(const struct ttcp_options *opt)
 {
-        return opt->timeout_s > 0 ? (int)(opt->timeout_s * 1000) : -1;
+        return opt->timeout_s > 0 ? ds_duration_ms(opt->timeout_s) : -1;
 }
 
 /* What one direction of a run did, for the classic lines and the JSON report. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <dragstrip/cli.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/report.h>
 #include <dragstrip/size.h>
 #include <dragstrip/net.h>
@@ -295,12 +296,16 @@ int main(int argc, char **argv)
 
         if (rc != 0) {
                 ds_live_close(live);
+                /* A signal that ended a wait (a connection never came) is not a failure. */
+                if (ds_stop_status())
+                        errx(ds_stop_status(), "interrupted: %s", error.text);
                 errx(1, "%s", error.text);
         }
         cpu_used = ds_cpu_since(&out.cpu_at_start, &cpu_end);
         if (opt.json) {
                 report.start_ns = out.start_ns;
                 ds_report_finish_at(&report, out.end_ns, &result);
+                result.interrupted = ds_stop_status() != 0;
                 ds_report_print(&report, &result, add_json_extras, &out);
         }
         struct ds_counters counters;
@@ -308,5 +313,5 @@ int main(int argc, char **argv)
         ttcp_print_classic(&opt, &out, &counters, &cpu_used,
                            ds_seconds_between(out.start_ns, cpu_end_ns));
         ds_live_close(live);
-        return 0;
+        return ds_stop_status(); /* 130 or 143 after a signal, as shells expect */
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <dragstrip/net.h>
+#include <dragstrip/stop.h>
 
 #include "ttcp.h"
 #include "ttcp_supervise.h"
@@ -164,6 +165,8 @@ static int send_all(struct tcp_stream *s, const unsigned char *buf, size_t len)
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        if (ds_stopping()) /* a signal shut the stream: what went is the report */
+                                return 0;
                         if (errno == ENOBUFS && flags) {
                                 /* Too many pages pinned: wait for the kernel to let go. */
                                 int rc = reap_zerocopy(s, true);
@@ -276,6 +279,10 @@ static int write_all(int fd, const unsigned char *buf, size_t len, struct ds_err
 
 static int receive_failed(struct tcp_stream *s, int neg_errno)
 {
+        /* Stopped by a signal: the shutdown that woke this read (a reset, with data still
+         * unread) ends the stream as the peer's close would; what came is the report. */
+        if (atomic_load(&ttcp_stop))
+                return 0;
         if (neg_errno == -EAGAIN)
                 return ds_fail(&s->err, -ETIMEDOUT, "no data from %s for %.0f s", s->peer,
                                s->opt->timeout_s);
@@ -422,6 +429,14 @@ static void shut_streams(void *ctx)
                 shutdown(set->streams[i]->fd, SHUT_RDWR);
 }
 
+/* A transmitter stopped by a signal (not by -w) may be blocked in send() to a receiver
+ * that stopped reading: shutting the streams wakes it. */
+static void shut_on_signal(void *ctx)
+{
+        if (ds_stopping())
+                shut_streams(ctx);
+}
+
 /* Joins every stream, sums them into out, and returns the first failure. */
 static int streams_finish(struct tcp_stream **streams, unsigned count, struct ttcp_outcome *out,
                           struct ds_error *err)
@@ -484,7 +499,8 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
         ttcp_say(opt, "connect");
         snprintf(out->peer, sizeof out->peer, "%s", opt->host);
         ttcp_mark_start(out, ds_now_ns());
-        supervise_begin(out->start_ns, opt->duration_s, NULL, NULL);
+        struct stream_set set = {.streams = streams, .count = count};
+        supervise_begin(out->start_ns, opt->duration_s, shut_on_signal, &set);
         for (unsigned i = 0; i < count && rc == 0; i++)
                 rc = stream_start(streams[i], transmit_thread, err);
         if (rc != 0)

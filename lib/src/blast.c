@@ -36,7 +36,8 @@ struct stream {
         uint64_t start_ns;
         double bytes_per_ns; /* pacing, 0: none */
 
-        pthread_mutex_t lock; /* reservation, the free stack and the turn */
+        pthread_mutex_t credit_lock; /* one worker at a time reserves, waiting for credit */
+        pthread_mutex_t lock;        /* the counts, the free stack and the turn */
         pthread_cond_t turn_cv;
         uint64_t reserved; /* messages handed to workers */
         uint64_t sent;
@@ -69,21 +70,41 @@ static bool should_stop(const struct stream *st)
         return ds_now_ns() >= st->deadline_ns;
 }
 
-/* Under the lock: how many messages the next batch may carry (0: only reap). Returns a
- * negative errno when the stream is over or failed. */
-static int64_t reserve(struct stream *st, struct ds_error *err)
+/* Reserves the next batch: fills msgs with free buffers and their numbers, takes a turn
+ * ticket, and returns how many (0: none free, only reap), or a negative errno when the
+ * stream is over (-ECANCELED) or failed. Credit is waited for under credit_lock alone,
+ * so that the other worker can hand its buffers back meanwhile. */
+static int64_t reserve(struct stream *st, struct ds_msg *msgs, uint64_t *ticket,
+                       struct ds_error *err)
 {
-        if (should_stop(st))
-                return -ECANCELED;
-        int64_t avail = ds_session_credit(&st->session, st->reserved, true, err);
-        if (avail < 0)
-                return avail;
-        uint64_t b = (uint64_t)avail < st->batch ? (uint64_t)avail : st->batch;
-        if (st->quota && st->quota - st->reserved < b)
-                b = st->quota - st->reserved;
-        if (b > st->free_count)
-                b = st->free_count;
-        return (int64_t)b;
+        pthread_mutex_lock(&st->credit_lock);
+        pthread_mutex_lock(&st->lock);
+        bool over = should_stop(st);
+        uint64_t first = st->reserved; /* only changed here, under credit_lock */
+        pthread_mutex_unlock(&st->lock);
+        int64_t b = over ? -ECANCELED : ds_session_credit(&st->session, first, true, err);
+        pthread_mutex_lock(&st->lock);
+        if (b >= 0 && st->failed)
+                b = -ECANCELED;
+        if (b < 0 && b != -ECANCELED)
+                stream_fail(st, (int)b, err);
+        if (b >= 0) {
+                if (b > st->batch)
+                        b = st->batch;
+                if (st->quota && st->quota - first < (uint64_t)b)
+                        b = (int64_t)(st->quota - first);
+                if (b > st->free_count)
+                        b = st->free_count;
+                for (int64_t i = 0; i < b; i++)
+                        msgs[i] = (struct ds_msg){.buf = st->free_bufs[--st->free_count],
+                                                  .len = st->o->msg_size,
+                                                  .seq = first + (uint64_t)i};
+                st->reserved += (uint64_t)b;
+                *ticket = st->next_ticket++;
+        }
+        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->credit_lock);
+        return b;
 }
 
 /* In this worker's turn: sends the batch (or, with no buffer free, waits for some to
@@ -130,33 +151,24 @@ static void *worker(void *arg)
         }
         for (;;) {
                 struct ds_msg msgs[BATCH];
-                pthread_mutex_lock(&st->lock);
-                int64_t b = reserve(st, &err);
-                if (b < 0) {
-                        if (b != -ECANCELED)
-                                stream_fail(st, (int)b, &err);
-                        pthread_mutex_unlock(&st->lock);
+                uint64_t ticket;
+                int64_t b = reserve(st, msgs, &ticket, &err);
+                if (b < 0)
                         break;
-                }
-                uint64_t first = st->reserved, ticket = st->next_ticket++;
-                st->reserved += (uint64_t)b;
-                for (int64_t i = 0; i < b; i++)
-                        msgs[i] = (struct ds_msg){.buf = st->free_bufs[--st->free_count],
-                                                  .len = st->o->msg_size,
-                                                  .seq = first + (uint64_t)i};
-                pthread_mutex_unlock(&st->lock);
 
                 /* Getting ready happens outside the turn, while the other worker sends. */
                 for (int64_t i = 0; i < b && st->o->verify; i++)
                         ds_pattern_stamp(&pattern, msgs[i].buf, msgs[i].seq);
-                if (st->bytes_per_ns > 0)
-                        ds_sleep_until(st->start_ns + (uint64_t)((double)(first * st->o->msg_size) /
-                                                                 st->bytes_per_ns));
+                /* A stop ends a pacing sleep, and the batch is not sent. */
+                bool paced_out = b > 0 && st->bytes_per_ns > 0 &&
+                                 ds_sleep_until(st->start_ns +
+                                                (uint64_t)((double)(msgs[0].seq * st->o->msg_size) /
+                                                           st->bytes_per_ns)) < 0;
 
                 pthread_mutex_lock(&st->lock);
                 while (st->turn != ticket)
                         pthread_cond_wait(&st->turn_cv, &st->lock);
-                bool skip = st->failed;
+                bool skip = st->failed || paced_out;
                 pthread_mutex_unlock(&st->lock);
                 int rc = skip ? 0 : send_turn(st, msgs, (unsigned)b, &err);
                 pthread_mutex_lock(&st->lock);
@@ -229,7 +241,7 @@ static int stream_open(struct stream *st, uint64_t run_id, struct ds_error *err)
             .flags = o->verify ? DS_HELLO_VERIFY : 0,
             .msg_size = o->msg_size,
             .count = st->quota,
-            .duration_ms = st->quota ? 0 : (uint32_t)(o->duration_s * 1000),
+            .duration_ms = st->quota ? 0 : (uint32_t)ds_duration_ms(o->duration_s),
             .flow = (uint8_t)o->flow,
             .op = (uint8_t)o->op,
             .streams = (uint16_t)o->streams,
@@ -247,6 +259,7 @@ static void stream_close(struct stream *st)
         if (st->pool)
                 ds_pool_destroy(st->pool);
         free(st->free_bufs);
+        pthread_mutex_destroy(&st->credit_lock);
         pthread_mutex_destroy(&st->lock);
         pthread_cond_destroy(&st->turn_cv);
 }
@@ -306,6 +319,7 @@ static int streams_open(struct stream *streams, const struct ds_blast_options *o
                 st->slot = ds_live_slot_open(seg, DS_SLOT_STREAM, i, o->where.host);
                 st->stop = stop;
                 st->quota = o->count ? o->count / o->streams + (i < o->count % o->streams) : 0;
+                pthread_mutex_init(&st->credit_lock, NULL);
                 pthread_mutex_init(&st->lock, NULL);
                 pthread_cond_init(&st->turn_cv, NULL);
                 if (o->count && st->quota == 0)
@@ -380,10 +394,12 @@ static int run_repeat(const struct ds_blast_options *o, struct ds_live *live,
                 ds_report_start(&report);
                 rc = streams_drive(streams, o, &report, err);
         }
+        /* After a stop, what was sent is the report, whatever the stop cut short. */
+        bool interrupted = rc == 0 && stop && *stop;
         uint64_t end_ns = 0;
         for (unsigned i = 0; rc == 0 && i < o->streams; i++) {
                 struct stream *st = &streams[i];
-                if (st->failed) {
+                if (st->failed && !interrupted) {
                         *err = st->err;
                         rc = st->rc;
                         break;
@@ -391,13 +407,19 @@ static int run_repeat(const struct ds_blast_options *o, struct ds_live *live,
                 if (st->end_ns > end_ns)
                         end_ns = st->end_ns;
         }
-        if (rc == 0)
+        if (rc == 0) {
                 ds_report_finish_at(&report, end_ns, result);
+                result->interrupted = interrupted;
+        }
         memset(totals, 0, sizeof(*totals));
         for (unsigned i = 0; rc == 0 && i < o->streams; i++) {
                 struct stream *st = &streams[i];
                 rc = ds_session_close(&st->session, st->sent, st->sent * o->msg_size, &st->final,
                                       err);
+                if (rc < 0 && interrupted) { /* the sink's counts are lost, not ours */
+                        rc = 0;
+                        memset(&st->final, 0, sizeof(st->final));
+                }
                 totals->sink.messages += st->final.messages;
                 totals->sink.bytes += st->final.bytes;
                 for (int f = 0; f < DS_WIRE_FAULTS; f++)
@@ -459,6 +481,7 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
                 ds_report_init(&report, &config, NULL);
                 sum.MB_per_s = sum.seconds > 0 ? (double)sum.counters.bytes / 1e6 / sum.seconds : 0;
                 sum.Gbit_per_s = sum.MB_per_s * 8 / 1e3;
+                sum.interrupted = stop && *stop;
                 ds_report_print(&report, &sum, sink_extra, &sink_sum);
                 if (!o.report.json)
                         print_sink_line(&report, &sink_sum);

@@ -1,14 +1,15 @@
 /* Shared command-line helpers (cli.h). */
 #include <dragstrip/cli.h>
 
+#include <dragstrip/clock.h>
 #include <dragstrip/link.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <string.h>
 
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
@@ -70,20 +71,12 @@ const struct ds_link_ops *ds_cli_link(const char *name, const char *iface)
         return link;
 }
 
-static atomic_bool *stop_flag;
-
-static void on_stop(int sig)
-{
-        (void)sig;
-        atomic_store(stop_flag, true); /* lock-free, so safe in a handler */
-}
-
 void ds_cli_catch_stop(atomic_bool *stop)
 {
-        stop_flag = stop;
-        struct sigaction sa = {.sa_handler = on_stop};
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
-                err(1, "sigaction");
-        signal(SIGPIPE, SIG_IGN);
+        ds_stop_catch(stop);
+}
+
+int ds_cli_ms(const char *opt, const char *arg)
+{
+        return ds_duration_ms(ds_cli_seconds(opt, arg));
 }

@@ -1,7 +1,11 @@
 /* Monotonic time and CPU accounting. */
 #include <dragstrip/clock.h>
 
+#include <dragstrip/stop.h>
+
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -49,14 +53,30 @@ struct ds_cpu ds_cpu_since(const struct ds_cpu *earlier, const struct ds_cpu *la
         return diff;
 }
 
-void ds_sleep_until(uint64_t deadline_ns)
+int ds_sleep_until(uint64_t deadline_ns)
 {
-        struct timespec ts = {
-            .tv_sec = (time_t)(deadline_ns / 1000000000u),
-            .tv_nsec = (long)(deadline_ns % 1000000000u),
-        };
+        /* Slices of at most DS_STOP_SLICE_MS, so that a stop ends even a long pacing sleep. */
+        const uint64_t slice_ns = (uint64_t)DS_STOP_SLICE_MS * 1000000u;
+        for (;;) {
+                if (ds_stopping())
+                        return -EINTR;
+                uint64_t now = ds_now_ns();
+                if (now >= deadline_ns)
+                        return 0;
+                uint64_t until = deadline_ns - now > slice_ns ? now + slice_ns : deadline_ns;
+                struct timespec ts = {
+                    .tv_sec = (time_t)(until / 1000000000u),
+                    .tv_nsec = (long)(until % 1000000000u),
+                };
+                /* EINTR: a signal; the deadline is absolute, so look at the flag and go back. */
+                (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        }
+}
 
-        /* A signal interrupts the sleep; the deadline is absolute, so just go back. */
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                ;
+int ds_duration_ms(double seconds)
+{
+        if (!(seconds > 0)) /* also NaN */
+                return 0;
+        double ms = ceil(seconds * 1000);
+        return ms >= (double)INT_MAX ? INT_MAX : (int)ms;
 }

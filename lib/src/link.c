@@ -6,7 +6,6 @@
 #include <dragstrip/clock.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 
 static const struct ds_link_ops *const backends[] = {
@@ -159,25 +158,6 @@ uint64_t ds_link_malformed(const struct ds_link *link)
         return sum;
 }
 
-int ds_link_poll_in(int fd, int timeout_ms)
-{
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        uint64_t deadline = timeout_ms > 0 ? ds_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-        for (;;) {
-                int n = poll(&pfd, 1, timeout_ms);
-                if (n >= 0)
-                        return n > 0 ? 1 : 0;
-                if (errno != EINTR)
-                        return -errno;
-                if (timeout_ms > 0) {
-                        uint64_t now = ds_now_ns();
-                        if (now >= deadline)
-                                return 0;
-                        timeout_ms = (int)((deadline - now) / 1000000u);
-                }
-        }
-}
-
 unsigned ds_link_rx_buffers(uint32_t msg_size)
 {
         uint64_t budget = 64u << 20;
@@ -187,4 +167,9 @@ unsigned ds_link_rx_buffers(uint32_t msg_size)
         if (n > 64)
                 n = 64;
         return (unsigned)n;
+}
+
+uint64_t ds_link_rx_bytes(uint32_t msg_size)
+{
+        return (uint64_t)ds_link_rx_buffers(msg_size) * msg_size;
 }

@@ -43,10 +43,6 @@ static inline void ds_ctl_ring_release(struct ds_ctl_ring *ring)
                 ring->tail++;
 }
 
-/* Waits until fd is readable (POLLIN) for at most timeout_ms (negative: forever).
- * Returns 1, 0 on timeout, or a negative errno. */
-int ds_link_poll_in(int fd, int timeout_ms);
-
 /* How many receive buffers of msg_size a backend keeps: enough to overlap, bounded so
  * large messages do not take gigabytes. */
 unsigned ds_link_rx_buffers(uint32_t msg_size);

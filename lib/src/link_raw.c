@@ -16,6 +16,7 @@
 #include "link_dgram.h"
 
 #include <dragstrip/error.h>
+#include <dragstrip/stop.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -681,7 +682,7 @@ static int raw_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
         }
         r->streaming = got > 0 && !r->sender;
         if (got == 0 && timeout_ms != 0) {
-                int ready = ds_link_poll_in(r->port.fd, timeout_ms);
+                int ready = ds_poll_one(r->port.fd, POLLIN, timeout_ms);
                 if (ready < 0)
                         return ds_fail(err, ready, "raw: poll");
                 got = drain(r, msgs, max);
@@ -829,7 +830,7 @@ static int raw_accept(struct ds_link_listener *listener, struct ds_link **out, i
                 }
                 if (waited)
                         return -ETIMEDOUT;
-                int ready = ds_link_poll_in(l->port.fd, timeout_ms);
+                int ready = ds_poll_one(l->port.fd, POLLIN, timeout_ms);
                 if (ready < 0)
                         return ds_fail(err, ready, "raw: poll");
                 waited = true;

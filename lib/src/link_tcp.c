@@ -4,6 +4,9 @@
 
 #include "link_priv.h"
 
+#include <dragstrip/clock.h>
+#include <dragstrip/serve.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
 #include <dragstrip/pool.h>
@@ -23,7 +26,10 @@
 #define TCP_MAX_MSG (256u << 20)
 #define SEND_BATCH  32
 #define STAGE_BYTES (64u << 10)
-#define STALL_MS    10000 /* a peer silent this long in the middle of a record is gone */
+#define STALL_MS    10000 /* a peer that takes nothing we send for this long is gone */
+/* A record must be whole within this of its first wait, plus its length at 4 MB/s; bytes
+ * that trickle in do not extend it. Blocking calls wake every DS_STOP_SLICE_MS to look. */
+#define RECORD_MS 2000
 /* Payloads this large are awaited whole (await_bytes): 1 MiB records on loopback went from
  * 4241 to 5171 MB/s; at 256 KiB the three extra calls cost more than the wake-ups saved. */
 #define LOWAT_MIN (512u << 10)
@@ -37,6 +43,7 @@ struct tcp_link {
         uint8_t *stage; /* bytes read ahead of the record being parsed */
         size_t stage_len;
         size_t stage_off;
+        uint64_t record_deadline; /* 0 until the record being read first waits */
 };
 
 struct tcp_listener {
@@ -55,7 +62,7 @@ static int tcp_wrap(int fd, const char *peer, struct ds_link **out, struct ds_er
                 return ds_fail(err, -ENOMEM, "tcp link");
         }
         int one = 1;
-        struct timeval stall = {.tv_sec = STALL_MS / 1000};
+        struct timeval stall = {.tv_usec = DS_STOP_SLICE_MS * 1000};
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &stall, sizeof(stall)) < 0 ||
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall)) < 0) {
@@ -139,9 +146,22 @@ static int tcp_prepare(struct ds_link *link, const struct ds_link_params *params
 /* Writes every byte of iov, resuming after short writes. */
 static int write_all(int fd, struct iovec *iov, int iovcnt, struct ds_error *err)
 {
+        uint64_t stalled_since = 0;
         while (iovcnt > 0) {
                 struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
                 ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+                if (n < 0 && errno == EAGAIN) { /* SO_SNDTIMEO: nothing taken for a slice */
+                        uint64_t now = ds_now_ns();
+                        if (ds_stopping())
+                                return ds_fail(err, -EINTR, "tcp send");
+                        if (!stalled_since)
+                                stalled_since = now;
+                        else if (now - stalled_since > (uint64_t)STALL_MS * 1000000u)
+                                return ds_fail(err, -ETIMEDOUT, "tcp peer took nothing for %d s",
+                                               STALL_MS / 1000);
+                        continue;
+                }
+                stalled_since = 0;
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -196,8 +216,27 @@ static int tcp_send_ctl(struct ds_link *link, uint8_t type, const void *payload,
         return write_all(t->fd, iov, 2, err);
 }
 
+/* The record being read had to wait for more (left bytes of it still to come): it has
+ * until its deadline, set at the first wait, and no trickle of bytes extends it. A stop
+ * ends the wait too when stop_too (the wait lasted a slice). Returns 0 or -ETIMEDOUT,
+ * -EINTR. */
+static int record_wait(struct tcp_link *t, size_t left, bool stop_too, struct ds_error *err)
+{
+        if (stop_too && ds_stopping())
+                return ds_fail(err, -EINTR, "tcp: stopped inside a record from %s", t->base.peer);
+        uint64_t now = ds_now_ns();
+        if (!t->record_deadline) {
+                t->record_deadline = now + (RECORD_MS + (uint64_t)left / 4000u) * 1000000u;
+                return 0;
+        }
+        if (now < t->record_deadline)
+                return 0;
+        return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record", t->base.peer);
+}
+
 /* One recv() of at most len bytes: the count (> 0), or -EPIPE when the peer closed or
- * reset, -ETIMEDOUT when SO_RCVTIMEO ran out inside a record, another negative errno. */
+ * reset, -ETIMEDOUT when the record's deadline passed, -EINTR on a stop, another
+ * negative errno. */
 static ssize_t recv_some(struct tcp_link *t, void *buf, size_t len, int flags, struct ds_error *err)
 {
         for (;;) {
@@ -208,9 +247,12 @@ static ssize_t recv_some(struct tcp_link *t, void *buf, size_t len, int flags, s
                         return -EPIPE;
                 if (errno == EINTR)
                         continue;
-                if (errno == EAGAIN)
-                        return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record",
-                                       t->base.peer);
+                if (errno == EAGAIN) { /* SO_RCVTIMEO: a slice without a byte */
+                        int rc = record_wait(t, len, true, err);
+                        if (rc < 0)
+                                return rc;
+                        continue;
+                }
                 return errno == ECONNRESET ? -EPIPE : ds_fail(err, -errno, "tcp recv");
         }
 }
@@ -228,6 +270,9 @@ static int stage_fill(struct tcp_link *t, size_t want, size_t cap, struct ds_err
                 if (n < 0)
                         return (int)n;
                 t->stage_len += (size_t)n;
+                int rc = t->stage_len < want ? record_wait(t, want - t->stage_len, false, err) : 0;
+                if (rc < 0)
+                        return rc;
         }
         return 0;
 }
@@ -244,16 +289,13 @@ static int set_rcvlowat(int fd, size_t bytes)
  * since the kernel counts the bytes not yet read, and the read takes them as they come. */
 static int await_bytes(struct tcp_link *t, size_t want, struct ds_error *err)
 {
-        if (set_rcvlowat(t->fd, want) < 0)
-                return 0; /* then the read wakes per segment: slower, no less correct */
-        struct pollfd p = {.fd = t->fd, .events = POLLIN};
-        int n;
-        while ((n = poll(&p, 1, STALL_MS)) < 0 && errno == EINTR)
-                ;
-        int poll_errno = errno;
+        int rc = record_wait(t, want, false, err);
+        if (rc < 0 || set_rcvlowat(t->fd, want) < 0)
+                return rc; /* then the read wakes per segment: slower, no less correct */
+        int n = ds_poll_one(t->fd, POLLIN, ds_deadline_left_ms(t->record_deadline));
         set_rcvlowat(t->fd, 1);
         if (n < 0)
-                return ds_fail(err, -poll_errno, "tcp poll");
+                return ds_fail(err, n, "tcp poll");
         if (n == 0)
                 return ds_fail(err, -ETIMEDOUT, "tcp peer %s stalled mid-record", t->base.peer);
         return 0;
@@ -279,6 +321,9 @@ static int read_payload(struct tcp_link *t, uint8_t *dst, size_t len, struct ds_
                 if (n < 0)
                         return (int)n;
                 staged += (size_t)n;
+                int rc = staged < len ? record_wait(t, len - staged, false, err) : 0;
+                if (rc < 0)
+                        return rc;
         }
         return 0;
 }
@@ -288,9 +333,10 @@ static int recv_one(struct tcp_link *t, struct ds_msg *msg, struct ds_error *err
 {
         /* Large messages: read only the header, the payload goes straight to its buffer. */
         size_t cap = t->msg_size >= (16u << 10) ? DS_WIRE_HDR_LEN : STAGE_BYTES;
+        t->record_deadline = 0;
         int rc = stage_fill(t, DS_WIRE_HDR_LEN, cap, err);
-        if (rc == -EPIPE && t->stage_len > t->stage_off)
-                t->base.stats.malformed[DS_WIRE_SHORT]++; /* a header cut off by the close */
+        if (rc < 0 && rc != -EINTR && t->stage_len > t->stage_off)
+                t->base.stats.malformed[DS_WIRE_SHORT]++; /* a header cut off */
         if (rc < 0)
                 return rc;
         struct ds_wire_hdr h;
@@ -308,6 +354,8 @@ static int recv_one(struct tcp_link *t, struct ds_msg *msg, struct ds_error *err
         if (h.type != DS_WIRE_DATA) {
                 uint8_t payload[DS_WIRE_CTL_MAX];
                 rc = read_payload(t, payload, h.frag_len, err);
+                if (rc < 0 && rc != -EINTR)
+                        t->base.stats.malformed[DS_WIRE_LENGTH_BAD]++; /* cut short */
                 if (rc < 0)
                         return rc;
                 return ds_ctl_ring_take(&t->ctl, &h, payload, msg) == 0
@@ -320,6 +368,10 @@ static int recv_one(struct tcp_link *t, struct ds_msg *msg, struct ds_error *err
                 return ds_fail(err, -ENOBUFS, "tcp recv: every receive buffer is held");
         rc = read_payload(t, buf, h.frag_len, err);
         if (rc < 0) {
+                /* Cut short: by a stall; a close in the middle of data is only the end of
+                 * a blast that died, and the run is reported aborted for it. */
+                if (rc != -EINTR && rc != -EPIPE)
+                        t->base.stats.malformed[DS_WIRE_LENGTH_BAD]++;
                 ds_pool_put(t->rx_pool, buf);
                 return rc;
         }
@@ -335,7 +387,7 @@ static int tcp_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
         while (got < max && !ds_ctl_ring_full(&t->ctl)) {
                 /* Wait only for the first message; then take what is already here. */
                 if (t->stage_len - t->stage_off < DS_WIRE_HDR_LEN) {
-                        int ready = ds_link_poll_in(t->fd, got ? 0 : timeout_ms);
+                        int ready = ds_poll_one(t->fd, POLLIN, got ? 0 : timeout_ms);
                         if (ready < 0)
                                 return ds_fail(err, ready, "tcp poll");
                         if (ready == 0)

@@ -6,6 +6,7 @@
 #include "link_dgram.h"
 
 #include <dragstrip/error.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/net.h>
 #include <dragstrip/pool.h>
 
@@ -186,7 +187,7 @@ static int udp_accept(struct ds_link_listener *listener, struct ds_link **out, i
                       struct ds_error *err)
 {
         struct udp_listener *l = (struct udp_listener *)listener;
-        int ready = ds_link_poll_in(l->fd, timeout_ms);
+        int ready = ds_poll_one(l->fd, POLLIN, timeout_ms);
         if (ready <= 0)
                 return ready < 0 ? ds_fail(err, ready, "udp poll") : -ETIMEDOUT;
         struct sockaddr_storage peer = {0};
@@ -373,7 +374,7 @@ static int udp_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
                 if (!take_slot(u, slot, u->held_len, &msgs[got], &got))
                         return 0;
         }
-        int ready = ds_link_poll_in(u->fd, got ? 0 : timeout_ms);
+        int ready = ds_poll_one(u->fd, POLLIN, got ? 0 : timeout_ms);
         if (ready < 0)
                 return ds_fail(err, ready, "udp poll");
         while (ready && got < max) {

@@ -5,6 +5,8 @@
  * the offers swapped in the hello carry what the peer needs (link_verbs.h). */
 #include "link_verbs.h"
 
+#include <dragstrip/stop.h>
+
 #include <dragstrip/net.h>
 #include <dragstrip/pool.h>
 
@@ -57,10 +59,9 @@ static int cm_wait(struct rdma_event_channel *channel, enum rdma_cm_event_type w
                 if (errno != EAGAIN)
                         return ds_fail(err, -errno, "%s %s: rdma_get_cm_event", step, peer);
                 uint64_t now = ds_now_ns();
-                int ready =
-                    now >= deadline
-                        ? 0
-                        : ds_link_poll_in(channel->fd, (int)((deadline - now) / 1000000u) + 1);
+                int ready = now >= deadline ? 0
+                                            : ds_poll_one(channel->fd, POLLIN,
+                                                          (int)((deadline - now) / 1000000u) + 1);
                 if (ready < 0)
                         return ds_fail(err, ready, "%s %s: poll", step, peer);
                 if (ready == 0)

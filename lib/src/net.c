@@ -1,8 +1,8 @@
 /* Socket set-up shared by the tools: names or addresses, IPv4 or IPv6, TCP or UDP. */
 #include <dragstrip/net.h>
 
-#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/stop.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,28 +39,6 @@ static int close_failed(int fd, int neg_errno)
 {
         close(fd);
         return neg_errno;
-}
-
-/* Polls one descriptor until it is ready or timeout_ms passes (negative: forever),
- * restarting after signals with the time that is left. Returns 1, 0 on timeout, or a
- * negative errno. */
-static int poll_one(int fd, short events, int timeout_ms)
-{
-        uint64_t deadline = timeout_ms >= 0 ? ds_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-        struct pollfd pfd = {.fd = fd, .events = events};
-
-        for (;;) {
-                int wait_ms = -1;
-                if (timeout_ms >= 0) {
-                        uint64_t now = ds_now_ns();
-                        wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-                }
-                int n = poll(&pfd, 1, wait_ms);
-                if (n >= 0)
-                        return n;
-                if (errno != EINTR)
-                        return -errno;
-        }
 }
 
 /* Maps a getaddrinfo failure to a negative errno and a message naming the host. */
@@ -174,7 +152,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
                 if (errno != EINPROGRESS)
                         return close_failed(fd, -errno);
-                int ready = poll_one(fd, POLLOUT, timeout_ms > 0 ? timeout_ms : -1);
+                int ready = ds_poll_one(fd, POLLOUT, timeout_ms > 0 ? timeout_ms : -1);
                 if (ready == 0)
                         return close_failed(fd, -ETIMEDOUT);
                 if (ready < 0)
@@ -221,7 +199,7 @@ int ds_net_connect(const char *host, uint16_t port, int socktype, int timeout_ms
 
 int ds_net_accept(int listen_fd, int timeout_ms, char *peer, size_t peer_len, struct ds_error *err)
 {
-        int ready = poll_one(listen_fd, POLLIN, timeout_ms);
+        int ready = ds_poll_one(listen_fd, POLLIN, timeout_ms);
         if (ready == 0)
                 return ds_fail(err, 0, "no connection within %d ms", timeout_ms), -ETIMEDOUT;
         if (ready < 0)

@@ -147,6 +147,8 @@ static void print_json(const struct ds_report *report, const struct ds_result *r
         for (int i = 0; i < DS_FAULT_COUNT; i++)
                 ds_json_u64(&json, ds_fault_name(i), result->counters.faults[i]);
         ds_json_close(&json);
+        if (result->interrupted) /* only then: the design's fields stay as they were */
+                ds_json_bool(&json, "interrupted", true);
         if (extra)
                 extra(&json, ctx);
         ds_json_end(&json);
@@ -174,6 +176,8 @@ static void print_text(const struct ds_report *report, const struct ds_result *r
                         fprintf(c->out, " %s %llu", ds_fault_name(i),
                                 (unsigned long long)n->faults[i]);
         }
+        if (result->interrupted)
+                fputs(", interrupted", c->out);
         fputc('\n', c->out);
         fflush(c->out);
 }
@@ -181,8 +185,12 @@ static void print_text(const struct ds_report *report, const struct ds_result *r
 void ds_report_print(const struct ds_report *report, const struct ds_result *result,
                      ds_report_extra_fn extra, void *ctx)
 {
+        /* Runs of a sink end on their own threads: one report is one unbroken line. */
+        FILE *out = report->config.out;
+        flockfile(out);
         if (report->config.json)
                 print_json(report, result, extra, ctx);
         else
                 print_text(report, result);
+        funlockfile(out);
 }

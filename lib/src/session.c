@@ -3,13 +3,18 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* How often a control frame is repeated over a link that may lose it. */
 #define RETRY_MS   200
 #define PUMP_BATCH 16
+/* After a stop, how long a sender still waits for the receiver's final counts. */
+#define STOP_GRACE_MS 1000
 
 static int send_ctl(struct ds_session *s, uint8_t type, const union ds_wire_ctl *ctl,
                     struct ds_error *err)
@@ -32,6 +37,17 @@ int ds_session_handle(struct ds_session *s, const struct ds_msg *msg, struct ds_
         enum ds_wire_reject bad = ds_wire_ctl_decode(msg->ctl_type, msg->buf, msg->len, &ctl);
         if (bad != DS_WIRE_OK) {
                 count_bad(s, bad);
+                return 0;
+        }
+        /* Each side hears only the other's frames: ours coming back is an echo. */
+        bool from_sender = msg->ctl_type == DS_WIRE_HELLO || msg->ctl_type == DS_WIRE_END;
+        if (from_sender != s->receiver) {
+                count_bad(s, DS_WIRE_TYPE_BAD);
+                if (!s->receiver)
+                        return ds_fail(err, 0,
+                                       "%s sent a blast's own frames back: an echo, not a sink",
+                                       s->link->peer),
+                               -EPROTO;
                 return 0;
         }
         switch (msg->ctl_type) {
@@ -94,23 +110,33 @@ static int pump(struct ds_session *s, int timeout_ms, bool *got_ack, struct ds_e
         return rc < 0 ? rc : n;
 }
 
-static const char *ack_reason(uint32_t status)
+static const char *ack_reason(const struct ds_wire_hello_ack *ack, uint32_t msg_size, char *buf,
+                              size_t len)
 {
-        switch (status) {
+        char have[32], most[32];
+        switch (ack->status) {
         case DS_ACK_TOO_BIG:
-                return "message size beyond what its link carries";
+                snprintf(buf, len, "messages of %s are more than its limit of %s (sink --max-msg)",
+                         ds_size_format(have, sizeof(have), msg_size),
+                         ds_size_format(most, sizeof(most), ack->max_msg));
+                return buf;
         case DS_ACK_UNSUPPORTED:
                 return "an operation or flow control its link cannot do";
         case DS_ACK_BUSY:
-                return "busy with another run";
+                return "busy (another run with --once, or as many peers as its --max-peers)";
+        case DS_ACK_NO_MEMORY:
+                return "the run's receive buffers would pass its memory budget (sink --max-mem)";
+        case DS_ACK_CONFLICT:
+                return "another link holds that run and stream, or the run has other options";
         default:
                 return "could not set up its buffers";
         }
 }
 
-static void session_init(struct ds_session *s, struct ds_link *link, int timeout_ms)
+static void session_init(struct ds_session *s, struct ds_link *link, int timeout_ms, bool receiver)
 {
         memset(s, 0, sizeof(*s));
+        s->receiver = receiver;
         s->link = link;
         s->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
         s->ctl_retry = link->caps & DS_LINK_CTL_UNRELIABLE;
@@ -124,7 +150,7 @@ static bool wants_credits(const struct ds_link *link, uint8_t flow)
 int ds_session_open(struct ds_session *s, struct ds_link *link, const struct ds_wire_hello *hello,
                     struct ds_pool *send_pool, int timeout_ms, struct ds_error *err)
 {
-        session_init(s, link, timeout_ms);
+        session_init(s, link, timeout_ms, false);
         s->hello = *hello;
         struct ds_link_params params = {.msg_size = hello->msg_size,
                                         .flow = hello->flow,
@@ -148,6 +174,9 @@ int ds_session_open(struct ds_session *s, struct ds_link *link, const struct ds_
                 uint64_t resend = ds_now_ns() + (uint64_t)RETRY_MS * 1000000u;
                 while (!got_ack && ds_now_ns() < deadline &&
                        (!s->ctl_retry || ds_now_ns() < resend)) {
+                        if (ds_stopping())
+                                return ds_fail(err, -ECANCELED, "stopped waiting for sink %s",
+                                               link->peer);
                         rc = pump(s, s->ctl_retry ? RETRY_MS / 4 : 100, &got_ack, err);
                         if (rc < 0)
                                 return rc == -EPIPE
@@ -160,9 +189,11 @@ int ds_session_open(struct ds_session *s, struct ds_link *link, const struct ds_
                         return ds_fail(err, -ETIMEDOUT, "no answer to the hello from sink %s",
                                        link->peer);
         }
+        char why[128];
         if (s->ack.status != DS_ACK_OK)
-                return ds_fail(err, -EPROTO, "sink %s refused the run: %s", link->peer,
-                               ack_reason(s->ack.status));
+                return ds_fail(err, 0, "sink %s refused the run: %s", link->peer,
+                               ack_reason(&s->ack, hello->msg_size, why, sizeof(why))),
+                       -EPROTO;
         struct ds_link_offer peer = {.window = s->ack.offer_window, .len = s->ack.offer_len};
         memcpy(peer.blob, s->ack.offer, s->ack.offer_len);
         rc = ds_link_start(link, &peer, err);
@@ -196,6 +227,8 @@ int64_t ds_session_credit(struct ds_session *s, uint64_t sent, bool wait, struct
                 return room(s, sent);
         uint64_t deadline = ds_now_ns() + (uint64_t)s->timeout_ms * 1000000u;
         while (s->limit <= sent) {
+                if (ds_stopping())
+                        return -ECANCELED;
                 if (ds_now_ns() >= deadline)
                         return ds_fail(err, -ETIMEDOUT,
                                        "sink %s granted no credit for %d ms (is it still running?)",
@@ -211,7 +244,9 @@ int ds_session_close(struct ds_session *s, uint64_t messages, uint64_t bytes,
                      struct ds_wire_final *final, struct ds_error *err)
 {
         union ds_wire_ctl end = {.end = {.messages = messages, .bytes = bytes}};
-        uint64_t deadline = ds_now_ns() + (uint64_t)s->timeout_ms * 1000000u;
+        int wait_ms =
+            ds_stopping() && s->timeout_ms > STOP_GRACE_MS ? STOP_GRACE_MS : s->timeout_ms;
+        uint64_t deadline = ds_now_ns() + (uint64_t)wait_ms * 1000000u;
         while (!s->final_seen) {
                 int rc = send_ctl(s, DS_WIRE_END, &end, err);
                 if (rc < 0)
@@ -231,16 +266,14 @@ int ds_session_close(struct ds_session *s, uint64_t messages, uint64_t bytes,
         return 0;
 }
 
-static uint32_t check_hello(const struct ds_link *link, const struct ds_wire_hello *h,
-                            ds_session_admit_fn admit, void *ctx)
+static uint32_t check_hello(struct ds_session *s, ds_session_admit_fn admit, void *ctx)
 {
-        if (admit && !admit(h, ctx))
-                return DS_ACK_BUSY;
-        if (h->msg_size > link->max_msg)
+        const struct ds_wire_hello *h = &s->hello;
+        if (h->msg_size > s->link->max_msg)
                 return DS_ACK_TOO_BIG;
-        if (h->op != DS_OP_DEFAULT && strcmp(link->ops->name, "verbs") != 0)
+        if (h->op != DS_OP_DEFAULT && strcmp(s->link->ops->name, "verbs") != 0)
                 return DS_ACK_UNSUPPORTED;
-        return DS_ACK_OK;
+        return admit ? admit(s, ctx) : DS_ACK_OK; /* last: it may take resources */
 }
 
 /* Waits for the link's first control frame, a hello. */
@@ -249,6 +282,9 @@ static int await_hello(struct ds_session *s, int timeout_ms, struct ds_error *er
         uint64_t deadline = ds_now_ns() + (uint64_t)timeout_ms * 1000000u;
         for (;;) {
                 struct ds_msg msg;
+                if (ds_stopping())
+                        return ds_fail(err, -ECANCELED, "stopped waiting for a hello from %s",
+                                       s->link->peer);
                 int n = ds_link_recv(s->link, &msg, 1, 100, err);
                 if (n < 0)
                         return n;
@@ -275,13 +311,13 @@ static int await_hello(struct ds_session *s, int timeout_ms, struct ds_error *er
 int ds_session_accept(struct ds_session *s, struct ds_link *link, ds_session_admit_fn admit,
                       void *ctx, int timeout_ms, struct ds_error *err)
 {
-        session_init(s, link, timeout_ms);
+        session_init(s, link, timeout_ms, true);
         int rc = await_hello(s, s->timeout_ms, err);
         if (rc < 0)
                 return rc;
         const struct ds_wire_hello *h = &s->hello;
-        s->ack.status = check_hello(link, h, admit, ctx);
         s->ack.max_msg = link->max_msg;
+        s->ack.status = check_hello(s, admit, ctx);
         struct ds_link_offer mine = {0};
         if (s->ack.status == DS_ACK_OK) {
                 struct ds_link_params params = {
@@ -300,9 +336,10 @@ int ds_session_accept(struct ds_session *s, struct ds_link *link, ds_session_adm
         struct ds_error send_err;
         rc = send_ctl(s, DS_WIRE_HELLO_ACK, (union ds_wire_ctl *)&s->ack, &send_err);
         if (s->ack.status != DS_ACK_OK) {
+                char why[128];
                 if (s->ack.status != DS_ACK_FAILED)
                         ds_fail(err, 0, "refused a run from %s: %s", link->peer,
-                                ack_reason(s->ack.status));
+                                ack_reason(&s->ack, h->msg_size, why, sizeof(why)));
                 return -EPROTO;
         }
         if (rc < 0) {

@@ -6,12 +6,15 @@
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
 #include <dragstrip/seqtrack.h>
+#include <dragstrip/serve.h>
 #include <dragstrip/session.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/verify.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +28,25 @@
 #define POLL_MS            20  /* also how soon a lost grant or tail is made good */
 #define LINGER_MS          300 /* stay to answer a repeated END whose FINAL was lost */
 
-/* One blast run: its streams' counters summed, reported when the last stream ends. */
+/* A hello must arrive within this of the connection (or first datagram): a peer that
+ * says nothing, or trickles, holds a thread and a descriptor no longer. */
+#define HANDSHAKE_MS 3000
+/* Over a link that may lose messages without credits, the farthest a message number may
+ * jump ahead of the highest seen; beyond it the number is a lie, not a loss. */
+#define SEQ_JUMP_MAX (1u << 24)
+
+_Static_assert(DS_WIRE_FAULTS == DS_FAULT_COUNT, "FINAL carries one count per enum ds_fault");
+
+/* One blast run: its streams' counters summed, reported when the last link in it leaves.
+ * Owned by its links: each one admitted holds a reference, so none outlives it. */
 struct run {
         uint64_t run_id;
-        unsigned streams;
-        unsigned finished;
+        unsigned streams;  /* as the hellos declare */
+        uint32_t msg_size; /* every stream of a run has the same options */
+        uint32_t flags;
+        unsigned refs;     /* links in the run now */
+        unsigned finished; /* streams that ended with END */
+        uint8_t *taken;    /* a bit per stream that has a link */
         bool aborted;
         uint64_t first_ns;
         uint64_t last_ns;
@@ -40,7 +57,10 @@ struct run {
 
 struct sink {
         const struct ds_sink_options *o;
+        const atomic_bool *stop;
+        FILE *log;
         struct ds_live *live;
+        struct ds_budget budget;
         pthread_mutex_t lock;
         pthread_cond_t idle_cv;
         struct run *runs;
@@ -54,54 +74,101 @@ struct sink {
         _Atomic uint64_t orphan_malformed;
 };
 
-struct serve {
+/* One link and what it holds: its run and its share of the memory budget. */
+struct peer {
         struct sink *sink;
         struct ds_link *link;
+        struct run *run;
+        uint64_t budget;
 };
 
-/* The admission rule of --once: the first run and its streams, nobody else. */
-static bool admit(const struct ds_wire_hello *hello, void *ctx)
+static bool stopped(const struct sink *k)
 {
-        struct sink *k = ctx;
-        bool ok = true;
+        return (k->stop && *k->stop) || ds_stopping();
+}
+
+/* Under the lock: adds the link to the run its hello names, creating the run for its
+ * first stream. Returns DS_ACK_OK, or why not. */
+static uint32_t run_join(struct sink *k, struct peer *p, const struct ds_wire_hello *h)
+{
+        struct run *r = k->runs;
+        while (r && r->run_id != h->run_id)
+                r = r->next;
+        if (r && (r->streams != h->streams || r->msg_size != h->msg_size || r->flags != h->flags))
+                return DS_ACK_CONFLICT;
+        if (!r) {
+                r = calloc(1, sizeof(*r));
+                uint8_t *taken = calloc((h->streams + 7u) / 8u, 1);
+                if (!r || !taken) {
+                        free(r);
+                        free(taken);
+                        return DS_ACK_FAILED;
+                }
+                *r = (struct run){.run_id = h->run_id,
+                                  .streams = h->streams,
+                                  .msg_size = h->msg_size,
+                                  .flags = h->flags,
+                                  .taken = taken,
+                                  .next = k->runs};
+                struct ds_report_config config = k->o->report;
+                config.tool = "sink";
+                config.role = "recv";
+                config.link = p->link->ops->name;
+                config.msg_size = h->msg_size;
+                ds_report_init(&r->report, &config, &r->counters);
+                ds_report_start(&r->report);
+                k->runs = r;
+        }
+        uint8_t bit = (uint8_t)(1u << (h->stream % 8u));
+        if (r->taken[h->stream / 8u] & bit)
+                return DS_ACK_CONFLICT; /* a second link claims a stream already served */
+        r->taken[h->stream / 8u] |= bit;
+        r->refs++;
+        p->run = r;
+        return DS_ACK_OK;
+}
+
+/* The admission rule: --max-msg, the memory budget, --once (the first run and its
+ * streams, nobody else) and one link per stream of a run. */
+static uint32_t admit(struct ds_session *s, void *ctx)
+{
+        struct peer *p = ctx;
+        struct sink *k = p->sink;
+        const struct ds_wire_hello *h = &s->hello;
+        if (k->o->max_msg && k->o->max_msg < s->ack.max_msg)
+                s->ack.max_msg = k->o->max_msg;
+        if (h->msg_size > s->ack.max_msg)
+                return DS_ACK_TOO_BIG;
+        /* What the link allocates once it is prepared, and the --verify reference. */
+        uint64_t need = ds_link_rx_bytes(h->msg_size) +
+                        ((h->flags & DS_HELLO_VERIFY) ? (uint64_t)h->msg_size : 0);
+        if (!ds_budget_take(&k->budget, need))
+                return DS_ACK_NO_MEMORY;
+        p->budget = need;
+        uint32_t status = DS_ACK_OK;
         pthread_mutex_lock(&k->lock);
         if (k->o->once) {
                 if (!k->once_taken) {
                         k->once_taken = true;
-                        k->once_run = hello->run_id;
+                        k->once_run = h->run_id;
                 }
-                ok = hello->run_id == k->once_run && !k->once_done;
+                if (h->run_id != k->once_run || k->once_done)
+                        status = DS_ACK_BUSY;
         }
+        if (status == DS_ACK_OK)
+                status = run_join(k, p, h);
         pthread_mutex_unlock(&k->lock);
-        return ok;
-}
-
-static struct run *run_join(struct sink *k, const struct ds_wire_hello *hello, const char *link)
-{
-        pthread_mutex_lock(&k->lock);
-        struct run *r = k->runs;
-        while (r && r->run_id != hello->run_id)
-                r = r->next;
-        if (!r && (r = calloc(1, sizeof(*r)))) {
-                r->run_id = hello->run_id;
-                r->streams = hello->streams;
-                struct ds_report_config config = k->o->report;
-                config.tool = "sink";
-                config.role = "recv";
-                config.link = link;
-                config.msg_size = hello->msg_size;
-                ds_report_init(&r->report, &config, &r->counters);
-                ds_report_start(&r->report);
-                r->next = k->runs;
-                k->runs = r;
+        if (status != DS_ACK_OK) {
+                ds_budget_give(&k->budget, p->budget);
+                p->budget = 0;
         }
-        pthread_mutex_unlock(&k->lock);
-        return r;
+        return status;
 }
 
 struct stream_result {
         uint64_t first_ns, last_ns;
         bool aborted;
+        bool ended;                /* END arrived and was answered */
         struct ds_live_slot *slot; /* the stream's published counters, or NULL */
 };
 
@@ -109,10 +176,12 @@ static void report_extra(struct ds_json *json, void *ctx)
 {
         const struct run *r = ctx;
         ds_json_u64(json, "streams", r->streams);
+        ds_json_u64(json, "streams_ended", r->finished);
         ds_json_bool(json, "aborted", r->aborted);
 }
 
-/* A stream is over: when it was the run's last, print the run and forget it. */
+/* A link leaves its run: when it was the last, print the run and forget it. A run some
+ * of whose streams never came, or never ended, is reported aborted. */
 static void run_leave(struct sink *k, struct run *r, const struct stream_result *res)
 {
         pthread_mutex_lock(&k->lock);
@@ -121,8 +190,10 @@ static void run_leave(struct sink *k, struct run *r, const struct stream_result 
         if (res->last_ns > r->last_ns)
                 r->last_ns = res->last_ns;
         r->aborted |= res->aborted;
-        bool last = ++r->finished == r->streams;
+        r->finished += res->ended;
+        bool last = --r->refs == 0;
         if (last) {
+                r->aborted |= r->finished < r->streams;
                 struct run **p = &k->runs;
                 while (*p != r)
                         p = &(*p)->next;
@@ -140,8 +211,39 @@ static void run_leave(struct sink *k, struct run *r, const struct stream_result 
         if (r->first_ns)
                 r->report.start_ns = r->first_ns;
         ds_report_finish_at(&r->report, r->first_ns ? r->last_ns : r->report.start_ns, &result);
+        result.interrupted = stopped(k);
         ds_report_print(&r->report, &result, report_extra, r);
+        free(r->taken);
         free(r);
+}
+
+/* The number (exclusive) no message of this stream can have reached yet, n messages
+ * into a batch: what was credited, what the hello declared, and on a link that neither
+ * loses nor reorders, the next in order. */
+static uint64_t seq_bound(const struct ds_session *s, const struct ds_seqtrack *t, unsigned n)
+{
+        uint64_t next = t->any ? t->highest + 1 : 0;
+        uint64_t bound = (s->link->caps & DS_LINK_RELIABLE) ? next + n
+                         : s->credits                       ? s->granted
+                                                            : next + SEQ_JUMP_MAX;
+        if (s->hello.count && s->hello.count < bound)
+                bound = s->hello.count;
+        return bound;
+}
+
+/* END's count of messages when it holds: no fewer than were seen, within seq_bound, and
+ * its bytes those messages' worth. Otherwise the claim is counted and 0 returned (what
+ * was seen stands). */
+static uint64_t end_claim(struct ds_session *s, const struct ds_seqtrack *t)
+{
+        const struct ds_wire_end *e = &s->end;
+        uint64_t seen = t->any ? t->highest + 1 : 0;
+        uint64_t size = s->hello.msg_size;
+        if (e->messages >= seen && e->messages <= seq_bound(s, t, 0) &&
+            e->messages <= UINT64_MAX / size && e->bytes == e->messages * size)
+                return e->messages;
+        s->link->stats.malformed[DS_WIRE_CLAIM_BAD]++;
+        return 0;
 }
 
 /* Checks and counts one batch, then gives it back. Returns 0 or an error. */
@@ -149,11 +251,16 @@ static int take_batch(struct ds_session *s, struct run *r, struct sink *k, struc
                       int n, struct ds_seqtrack *track, const struct ds_pattern *pattern,
                       struct stream_result *res, struct ds_error *err)
 {
-        uint64_t data = 0, bytes = 0, corrupt = 0;
+        uint64_t data = 0, bytes = 0, corrupt = 0, lies = 0;
+        uint64_t bound = seq_bound(s, track, (unsigned)n);
         int rc = 0;
         for (int i = 0; i < n && rc == 0; i++) {
                 if (msgs[i].kind == DS_MSG_CTL) {
                         rc = ds_session_handle(s, &msgs[i], err);
+                        continue;
+                }
+                if (msgs[i].seq >= bound) { /* never sent, whatever it says */
+                        lies++;
                         continue;
                 }
                 data++;
@@ -164,6 +271,7 @@ static int take_batch(struct ds_session *s, struct run *r, struct sink *k, struc
                         corrupt++;
         }
         ds_link_release(s->link, msgs, (unsigned)n);
+        s->link->stats.malformed[DS_WIRE_CLAIM_BAD] += lies;
         if (data) {
                 uint64_t now = ds_now_ns();
                 if (!res->first_ns)
@@ -185,7 +293,9 @@ static int take_batch(struct ds_session *s, struct run *r, struct sink *k, struc
         return rc;
 }
 
-/* Receives until END, a closed link, or a silent blast. */
+/* Receives until END, a closed link, a stop, or a blast silent for idle_ms. Only data
+ * counts as life: control frames alone, or a record trickled a byte at a time, do not
+ * keep a link. A run bounded by time must end near its declared duration. */
 static int receive(struct ds_session *s, struct run *r, struct sink *k, bool tick,
                    struct stream_result *res, struct ds_seqtrack *track, struct ds_error *err)
 {
@@ -195,8 +305,16 @@ static int receive(struct ds_session *s, struct run *r, struct sink *k, bool tic
                 return -ENOMEM;
         uint32_t fit = (pattern.ref ? VERIFY_BATCH_BYTES : BATCH_BYTES) / s->hello.msg_size;
         unsigned batch = fit == 0 ? 1 : fit < RECV_BATCH ? fit : RECV_BATCH;
-        int silent_ms = 0, rc = 0;
+        uint64_t heard = ds_now_ns(), idle_ns = (uint64_t)k->o->idle_ms * 1000000u;
+        uint64_t d = s->hello.duration_ms;
+        uint64_t must_end =
+            d ? heard + (d + d / 8 + (uint64_t)k->o->idle_ms + 10000) * 1000000u : UINT64_MAX;
+        int rc = 0;
         while (!s->ended) {
+                if (stopped(k)) {
+                        rc = ds_fail(err, -ECANCELED, "stopped");
+                        break;
+                }
                 struct ds_msg msgs[RECV_BATCH];
                 int n = ds_link_recv(s->link, msgs, batch, POLL_MS, err);
                 if (tick)
@@ -205,29 +323,34 @@ static int receive(struct ds_session *s, struct run *r, struct sink *k, bool tic
                         rc = n;
                         break;
                 }
-                if (n == 0) {
-                        silent_ms += POLL_MS;
-                        if (silent_ms >= k->o->idle_ms) {
-                                rc = -ETIMEDOUT;
+                uint64_t before = res->last_ns;
+                if (n > 0 && (rc = take_batch(s, r, k, msgs, n, track, &pattern, res, err)) < 0)
+                        break;
+                if (res->last_ns != before) {
+                        heard = res->last_ns;
+                        if (heard > must_end) {
+                                rc = ds_fail(err, -ETIMEDOUT, "%s ran past its duration",
+                                             s->link->peer);
                                 break;
                         }
-                        if ((rc = ds_session_idle(s, err)) < 0)
-                                break;
                         continue;
                 }
-                silent_ms = 0;
-                if ((rc = take_batch(s, r, k, msgs, n, track, &pattern, res, err)) < 0)
+                if (ds_now_ns() - heard >= idle_ns) {
+                        rc = -ETIMEDOUT;
+                        break;
+                }
+                if (n == 0 && (rc = ds_session_idle(s, err)) < 0)
                         break;
         }
         ds_pattern_free(&pattern);
         return rc;
 }
 
-static void linger(struct ds_session *s)
+static void linger(struct sink *k, struct ds_session *s)
 {
         struct ds_error err;
         uint64_t until = ds_now_ns() + (uint64_t)LINGER_MS * 1000000u;
-        while (ds_now_ns() < until) {
+        while (ds_now_ns() < until && !stopped(k)) {
                 struct ds_msg msgs[RECV_BATCH];
                 int n = ds_link_recv(s->link, msgs, RECV_BATCH, POLL_MS, &err);
                 if (n < 0)
@@ -254,27 +377,31 @@ static void publish_faults(struct ds_live_segment *seg, struct ds_live_slot *slo
 }
 
 /* One link, one stream of a run: hello, receive, final counts. */
-static void serve_link(struct sink *k, struct ds_link *link)
+static void serve_link(struct peer *p)
 {
+        struct sink *k = p->sink;
+        struct ds_link *link = p->link;
         struct ds_session s;
         struct ds_error err = {{0}};
-        int rc = ds_session_accept(&s, link, admit, k, k->o->idle_ms, &err);
+        struct stream_result res = {0};
+        int rc = ds_session_accept(&s, link, admit, p, HANDSHAKE_MS, &err);
         if (rc < 0) {
                 atomic_fetch_add(&k->orphan_malformed, ds_link_malformed(link));
+                if (p->run) { /* admitted, then its buffers failed */
+                        res.aborted = true;
+                        run_leave(k, p->run, &res);
+                }
                 return;
         }
-        struct run *r = run_join(k, &s.hello, link->ops->name);
-        if (!r)
-                return;
+        struct run *r = p->run;
         struct ds_seqtrack track;
         ds_seqtrack_init(&track);
-        struct stream_result res = {.slot =
-                                        ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM,
-                                                          s.hello.stream, link->peer)};
+        res.slot = ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM, s.hello.stream,
+                                     link->peer);
         rc = receive(&s, r, k, s.hello.stream == 0, &res, &track, &err);
-        /* The blast's own count reveals losses at the tail; a blast that vanished sent
-         * what we can see, no more. */
-        uint64_t lost = ds_seqtrack_lost(&track, s.ended ? s.end.messages : 0);
+        /* The blast's own count reveals losses at the tail, when it holds; a blast that
+         * vanished sent what we can see, no more. */
+        uint64_t lost = ds_seqtrack_lost(&track, s.ended ? end_claim(&s, &track) : 0);
         struct ds_live_segment *c = &r->counters;
         ds_live_fault(c, DS_FAULT_LOST, lost);
         ds_live_fault(c, DS_FAULT_DUP, track.dup);
@@ -291,19 +418,21 @@ static void serve_link(struct sink *k, struct ds_link *link)
                                                    atomic_load(&c->faults[DS_FAULT_CORRUPT]),
                                                    ds_link_malformed(link)};
                 memcpy(final.faults, faults, sizeof(faults));
+                res.ended = true;
                 if (ds_session_finish(&s, &final, &err) == 0 && s.ctl_retry)
-                        linger(&s);
+                        linger(k, &s);
         }
         run_leave(k, r, &res);
 }
 
 static void *serve_thread(void *arg)
 {
-        struct serve *sv = arg;
-        struct sink *k = sv->sink;
-        serve_link(k, sv->link);
-        ds_link_close(sv->link);
-        free(sv);
+        struct peer *p = arg;
+        struct sink *k = p->sink;
+        serve_link(p);
+        ds_link_close(p->link); /* frees what the budget counted */
+        ds_budget_give(&k->budget, p->budget);
+        free(p);
         pthread_mutex_lock(&k->lock);
         k->threads--;
         pthread_cond_broadcast(&k->idle_cv);
@@ -311,31 +440,26 @@ static void *serve_thread(void *arg)
         return NULL;
 }
 
-static int spawn(struct sink *k, struct ds_link *link, struct ds_error *err)
+/* A thread for the new link, within --max-peers. Returns 0, -EBUSY when full, or why the
+ * thread could not start (the link is closed on every failure). */
+static int spawn(struct sink *k, struct ds_link *link)
 {
-        struct serve *sv = malloc(sizeof(*sv));
-        pthread_attr_t attr;
-        pthread_t tid;
-        if (!sv) {
+        struct peer *p = calloc(1, sizeof(*p));
+        if (!p) {
                 ds_link_close(link);
-                return ds_fail(err, -ENOMEM, "sink: serving %s", link->peer);
+                return -ENOMEM;
         }
-        *sv = (struct serve){k, link};
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        *p = (struct peer){.sink = k, .link = link};
         pthread_mutex_lock(&k->lock);
-        k->threads++;
-        int rc = pthread_create(&tid, &attr, serve_thread, sv);
-        if (rc != 0)
-                k->threads--;
+        int rc = k->threads < k->o->max_peers ? 0 : -EBUSY;
+        if (rc == 0 && (rc = ds_spawn_detached(serve_thread, p)) == 0)
+                k->threads++;
         pthread_mutex_unlock(&k->lock);
-        pthread_attr_destroy(&attr);
         if (rc != 0) {
                 ds_link_close(link);
-                free(sv);
-                return ds_fail(err, -rc, "sink: thread for %s", link->peer);
+                free(p);
         }
-        return 0;
+        return rc;
 }
 
 static uint64_t listener_rejects(const struct ds_link_listener *l, uint64_t *seen)
@@ -348,9 +472,34 @@ static uint64_t listener_rejects(const struct ds_link_listener *l, uint64_t *see
         return fresh;
 }
 
+/* Accepts one peer and starts its thread, surviving shortages and a full house. Returns
+ * 0, or a negative errno when the listener is broken. */
+static int accept_one(struct sink *k, struct ds_link_listener *listener,
+                      struct ds_accept_guard *guard, bool *full, struct ds_error *err)
+{
+        struct ds_link *link;
+        int rc = ds_link_accept(listener, &link, POLL_MS, err);
+        if (rc == 0 && (rc = spawn(k, link)) == -EBUSY) {
+                if (!*full)
+                        fprintf(k->log,
+                                "sink: %u peers, as many as --max-peers allows; "
+                                "refusing more until some leave\n",
+                                k->o->max_peers);
+                *full = true;
+                return 0;
+        }
+        if (rc == 0) {
+                *full = false;
+                ds_accept_ok(guard);
+                return 0;
+        }
+        return ds_accept_survive(guard, rc, "sink", k->log) ? 0 : rc;
+}
+
 int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, struct ds_error *err)
 {
-        struct sink k = {.o = o};
+        struct sink k = {.o = o, .stop = stop, .log = o->log ? o->log : stderr};
+        ds_budget_init(&k.budget, o->max_mem ? o->max_mem : ds_budget_default());
         pthread_mutex_init(&k.lock, NULL);
         pthread_cond_init(&k.idle_cv, NULL);
         struct ds_link_listener *listener = NULL;
@@ -360,23 +509,20 @@ int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, stru
         if (rc == 0)
                 ds_live_start(k.live);
         uint64_t seen = 0;
-        while (rc == 0 && !(stop && *stop)) {
-                struct ds_link *link;
-                int a = ds_link_accept(listener, &link, POLL_MS, err);
+        struct ds_accept_guard guard = {0};
+        bool full = false;
+        while (rc == 0 && !stopped(&k)) {
+                rc = accept_one(&k, listener, &guard, &full, err);
                 uint64_t fresh = listener_rejects(listener, &seen);
                 atomic_fetch_add(&k.orphan_malformed, fresh);
                 ds_live_fault(ds_live_segment(k.live), DS_FAULT_MALFORMED, fresh);
-                if (a == 0)
-                        rc = spawn(&k, link, err);
-                else if (a != -ETIMEDOUT && a != -EINTR && a != -EAGAIN)
-                        rc = a;
                 pthread_mutex_lock(&k.lock);
                 bool done = o->once && k.once_done && k.threads == 0;
                 pthread_mutex_unlock(&k.lock);
                 if (done)
                         break;
         }
-        /* Links end by themselves (END, a closed peer, or idle_ms of silence). */
+        /* Links end by themselves (END, a closed peer, idle_ms of silence, a stop). */
         pthread_mutex_lock(&k.lock);
         while (k.threads > 0)
                 pthread_cond_wait(&k.idle_cv, &k.lock);
@@ -388,6 +534,8 @@ int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, stru
         }
         pthread_mutex_destroy(&k.lock);
         pthread_cond_destroy(&k.idle_cv);
+        if (rc == 0 && stopped(&k))
+                return ds_fail(err, -ECANCELED, "stopped");
         if (rc == 0 && k.once_aborted)
                 return ds_fail(err, -ECONNABORTED, "the run was cut short (see its report)");
         return rc;

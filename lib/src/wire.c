@@ -15,6 +15,7 @@ static const char *const reject_names[DS_WIRE_REJECT_COUNT] = {
     [DS_WIRE_TOO_BIG] = "too_big",
     [DS_WIRE_CTL_BAD] = "control",
     [DS_WIRE_SESSION_BAD] = "session",
+    [DS_WIRE_CLAIM_BAD] = "claim",
 };
 
 const char *ds_wire_reject_name(enum ds_wire_reject reason)

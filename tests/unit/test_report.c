@@ -161,6 +161,26 @@ static void test_report_text_line_names_bytes_rate_messages_and_cpu(void **state
         assert_null(strstr(text, "errors"));
 }
 
+static void test_report_marks_an_interrupted_run_in_text_and_json(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+
+        start_report(f, &report, false, 0, 0);
+        ds_live_add(f->seg, 1, 1024);
+        ds_report_finish_at(&report, report.start_ns + 1000000000u, &result);
+        result.interrupted = true;
+        ds_report_print(&report, &result, NULL, NULL);
+        assert_non_null(strstr(written(f), "s sys, interrupted\n"));
+
+        start_report(f, &report, true, 0, 0);
+        ds_report_finish_at(&report, report.start_ns + 1000000000u, &result);
+        result.interrupted = true;
+        ds_report_print(&report, &result, NULL, NULL);
+        assert_non_null(strstr(written(f), "\"interrupted\":true"));
+}
+
 static void test_report_text_lists_errors_only_when_there_are_some(void **state)
 {
         struct fixture *f = *state;
@@ -285,6 +305,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_report_json_has_the_design_fields_in_order, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_report_text_line_names_bytes_rate_messages_and_cpu,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_marks_an_interrupted_run_in_text_and_json,
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_report_text_lists_errors_only_when_there_are_some,
                                             setup, teardown),

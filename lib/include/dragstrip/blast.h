@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <dragstrip/link.h>
 #include <dragstrip/report.h>
@@ -43,11 +44,16 @@ struct ds_sink_options {
         struct ds_link_config where; /* host: address to listen on, NULL for any */
         bool once;                   /* serve one run (all its streams), then return */
         int idle_ms;                 /* a blast silent this long is given up on */
+        uint32_t max_msg;            /* largest message a hello may ask for (0: the link's) */
+        uint64_t max_mem;            /* receive buffers of all runs together (0: default) */
+        unsigned max_peers;          /* links served at once, >= 1 */
+        FILE *log;                   /* shortages and a full house, said once (NULL: stderr) */
         struct ds_report_config report;
 };
 
-/* Serves runs until *stop is set (or after one run with once), printing a
- * report for each. Each link gets its own thread. Returns 0, or a negative errno with
+/* Serves runs until *stop is set or a stop is requested (stop.h), or after one run with
+ * once, printing a report for each. Each link gets its own thread. Returns 0, -ECANCELED
+ * after a stop (the runs open then are reported, interrupted), or a negative errno with
  * err filled when listening fails (or, with once, when the run failed). */
 int ds_sink_serve(const struct ds_sink_options *options, const atomic_bool *stop,
                   struct ds_error *err);

@@ -17,6 +17,9 @@ struct ds_link_ops;
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max);
 /* A duration in seconds (10, 0.5, 200ms), or one line and exit(2). */
 double ds_cli_seconds(const char *opt, const char *arg);
+/* The same as milliseconds for a timeout, through ds_duration_ms (saturating, never
+ * wrapping). */
+int ds_cli_ms(const char *opt, const char *arg);
 /* A port (1 to 65535) or a rate unit letter (k K m M g G a) given to option opt, or one
  * line and exit(2). */
 uint16_t ds_cli_port(const char *opt, const char *arg);
@@ -26,8 +29,10 @@ const struct ds_link_ops *ds_cli_link(const char *name, const char *iface);
 /* For getopt_long's '?' and ':' (the option string starting with ':', opterr = 0): one
  * line naming the unknown option, or the one missing its value, and exit(2). */
 _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_result);
-/* SIGINT and SIGTERM set *stop, which the tool's run polls; SIGPIPE is ignored, so a
- * vanished peer shows up as EPIPE, not as a dead process. */
+/* SIGINT and SIGTERM set *stop, which the tool's run polls, and the library's own stop
+ * (stop.h: every wait ends on it; a second signal exits at once); SIGPIPE is ignored, so
+ * a vanished peer shows up as EPIPE, not as a dead process. main() exits with
+ * ds_stop_status() (130, 143) when a signal stopped the run. */
 void ds_cli_catch_stop(atomic_bool *stop);
 
 #endif

@@ -22,7 +22,13 @@ void ds_cpu_now(struct ds_cpu *cpu);
 /* later minus earlier, field by field. */
 struct ds_cpu ds_cpu_since(const struct ds_cpu *earlier, const struct ds_cpu *later);
 
-/* Sleeps until the monotonic clock reaches deadline_ns (returns at once if past). */
-void ds_sleep_until(uint64_t deadline_ns);
+/* Sleeps until the monotonic clock reaches deadline_ns (returns 0 at once if past), or
+ * until a stop is requested (stop.h): then -EINTR within DS_STOP_SLICE_MS. */
+int ds_sleep_until(uint64_t deadline_ns);
+
+/* The one conversion of a duration in seconds to milliseconds, for every timeout and
+ * deadline: rounded up, 0 for nothing (or NaN), and saturated at INT_MAX (24.8 days; every
+ * wait of that length or more is as good as forever, and poll() takes an int). */
+int ds_duration_ms(double seconds);
 
 #endif

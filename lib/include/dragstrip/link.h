@@ -239,6 +239,10 @@ int ds_link_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int ti
 void ds_link_release(struct ds_link *link, const struct ds_msg *msgs, unsigned n);
 void ds_link_close(struct ds_link *link);
 
+/* The bytes of receive buffers a link takes for messages of msg_size once a hello asks
+ * for them (what a server's memory budget must allow). */
+uint64_t ds_link_rx_bytes(uint32_t msg_size);
+
 /* All malformed frames this link has rejected, summed over reasons. */
 uint64_t ds_link_malformed(const struct ds_link *link);
 

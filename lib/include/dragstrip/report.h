@@ -32,6 +32,7 @@ struct ds_result {
         struct ds_cpu cpu; /* used during the run */
         double MB_per_s;
         double Gbit_per_s;
+        bool interrupted; /* a signal cut the run short: these are its figures so far */
 };
 
 /* Adds tool-specific members to the final JSON object. */

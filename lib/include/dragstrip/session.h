@@ -24,6 +24,7 @@ struct ds_session {
         struct ds_wire_hello hello; /* the run's options, as negotiated */
         bool credits;               /* credit flow control in force */
         bool ctl_retry;             /* control frames may be lost: repeat them */
+        bool receiver;              /* the sink's side (frames a sender sends are expected) */
         int timeout_ms;             /* how long a peer may stay silent */
         uint32_t window;            /* messages the receiver holds unreleased */
         /* sender */
@@ -41,24 +42,28 @@ struct ds_session {
 
 /* Sender: prepares the link for hello's options (send_pool holds every buffer that will
  * be sent), says hello and waits for the answer. Returns 0, -ETIMEDOUT when nobody
- * answers within timeout_ms, or a negative errno with err saying why the sink refused. */
+ * answers within timeout_ms, -ECANCELED on a stop (stop.h), -EPROTO when the peer
+ * echoed the hello back, or a negative errno with err saying why the sink refused. */
 int ds_session_open(struct ds_session *session, struct ds_link *link,
                     const struct ds_wire_hello *hello, struct ds_pool *send_pool, int timeout_ms,
                     struct ds_error *err);
 
 /* Sender: how many more messages may go now that sent have gone, waiting up to the
  * session's timeout for a credit when none are left (wait false: only what has already
- * arrived). Returns > 0, 0 (no wait asked and none available), -ETIMEDOUT, or an error. */
+ * arrived). Returns > 0, 0 (no wait asked and none available), -ETIMEDOUT, -ECANCELED on
+ * a stop, or an error. */
 int64_t ds_session_credit(struct ds_session *session, uint64_t sent, bool wait,
                           struct ds_error *err);
 
-/* Sender: says what was sent and waits for the receiver's counts. Returns 0 with
- * final filled, -ETIMEDOUT, or a negative errno. */
+/* Sender: says what was sent and waits for the receiver's counts (after a stop, for at
+ * most a second). Returns 0 with final filled, -ETIMEDOUT, or a negative errno. */
 int ds_session_close(struct ds_session *session, uint64_t messages, uint64_t bytes,
                      struct ds_wire_final *final, struct ds_error *err);
 
-/* Decides whether a receiver takes a run (false: answered "busy"). */
-typedef bool (*ds_session_admit_fn)(const struct ds_wire_hello *hello, void *ctx);
+/* Decides whether a receiver takes the run session->hello asks for, once the link's own
+ * checks passed: returns DS_ACK_OK (having taken what the run needs) or the enum
+ * ds_ack_status to answer, and may lower session->ack.max_msg to the limit it applies. */
+typedef uint32_t (*ds_session_admit_fn)(struct ds_session *session, void *ctx);
 
 /* Receiver: waits up to timeout_ms for the first control frame of a new link, which must
  * be a HELLO, checks and adopts its options (admit, if non-NULL, may refuse the run),

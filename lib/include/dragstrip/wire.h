@@ -41,6 +41,7 @@ enum ds_wire_reject {
         DS_WIRE_TOO_BIG,     /* message larger than this link accepts */
         DS_WIRE_CTL_BAD,     /* control payload of the wrong size or with a bad field */
         DS_WIRE_SESSION_BAD, /* not the session this link carries */
+        DS_WIRE_CLAIM_BAD,   /* a number (seq, END's counts) beyond what was credited or seen */
         DS_WIRE_REJECT_COUNT
 };
 const char *ds_wire_reject_name(enum ds_wire_reject reason); /* "short", "magic", ... */
@@ -102,12 +103,14 @@ enum ds_ack_status {
         DS_ACK_UNSUPPORTED = 2, /* an op or flow this link cannot do */
         DS_ACK_BUSY = 3,        /* the sink serves one run at a time (--once) or is full */
         DS_ACK_FAILED = 4,      /* the sink could not set up its buffers */
-        DS_ACK_STATUS_MAX = 4,
+        DS_ACK_NO_MEMORY = 5,   /* the run's buffers would pass the sink's memory budget */
+        DS_ACK_CONFLICT = 6,    /* run and stream already taken, or unlike the run's others */
+        DS_ACK_STATUS_MAX = 6,
 };
 
 struct ds_wire_hello_ack {
-        uint32_t status; /* enum ds_ack_status */
-        uint32_t max_msg;
+        uint32_t status;  /* enum ds_ack_status */
+        uint32_t max_msg; /* the largest message the sink takes (its link, its --max-msg) */
         uint32_t offer_window;
         uint8_t offer_len;
         uint8_t offer[DS_WIRE_OFFER_MAX];
