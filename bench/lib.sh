@@ -59,6 +59,8 @@ seccomp_sandbox=NO
 secure_chroot_dir=$1/../empty
 xferlog_enable=NO
 CONF
+}
+
 # bench_ratio_table RESULTS A B OP...: RESULTS holds "tool<TAB>op<TAB>figure" lines; for each
 # OP one row: A's median and spread (min-max), B's, and the ratio of the medians A/B.
 bench_ratio_table() {

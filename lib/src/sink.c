@@ -396,8 +396,8 @@ static void serve_link(struct peer *p)
         struct run *r = p->run;
         struct ds_seqtrack track;
         ds_seqtrack_init(&track);
-        res.slot = ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM, s.hello.stream,
-                                     link->peer);
+        res.slot =
+            ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM, s.hello.stream, link->peer);
         rc = receive(&s, r, k, s.hello.stream == 0, &res, &track, &err);
         /* The blast's own count reveals losses at the tail, when it holds; a blast that
          * vanished sent what we can see, no more. */

@@ -52,7 +52,7 @@ wait_listening 16620
 stop_and_check "ttcp -r idle" $pid TERM
 pass "ttcp -r waiting for a connection: SIGTERM ends it in $took_ms ms (143)"
 
-# ttcp -r mid-run: the classic report of what came
+# ttcp -r mid-run: the classic report of what came, on stdout as with -s
 "$ttcp" -r -s -p 16621 >"$work/r.out" 2>"$work/r.err" &
 pid=$!
 wait_listening 16621
@@ -61,7 +61,7 @@ tpid=$!
 wait_for_text "$work/t.out" "MB/s"
 stop_and_check "ttcp -r mid-run" $pid INT
 wait $tpid 2>/dev/null || true
-[ "$(classic_bytes "$work/r.err")" -gt 0 ] || fail "ttcp -r reported nothing: $(cat "$work/r.err")"
+[ "$(classic_bytes "$work/r.out")" -gt 0 ] || fail "ttcp -r reported nothing: $(cat "$work/r.out")"
 pass "ttcp -r mid-run: SIGINT ends it in $took_ms ms (130) with its report"
 
 # ttcp -t mid-run, and its JSON marked interrupted
@@ -94,7 +94,7 @@ for _ in $(seq 100); do # blocked once the socket buffers are full
 	sleep 0.1
 done
 stop_and_check "ttcp -t blocked" $pid TERM
-[ "$(classic_bytes "$work/t.err")" -gt 0 ] || fail "ttcp -t blocked reported nothing: $(cat "$work/t.err")"
+[ "$(classic_bytes "$work/t.out")" -gt 0 ] || fail "ttcp -t blocked reported nothing: $(cat "$work/t.out")"
 pass "ttcp -t blocked on a receiver that stopped reading: SIGTERM ends it in $took_ms ms (143)"
 
 # sink idle

@@ -92,10 +92,13 @@ class Ctl:
         conns = self.data(command)
         if isinstance(conns, int):
             return conns
-        for at in range(0, len(payload), 65536):
-            conns[0].sendall(payload[at:at + 65536])
-            if pace:
-                time.sleep(pace)
+        try:
+            for at in range(0, len(payload), 65536):
+                conns[0].sendall(payload[at:at + 65536])
+                if pace:
+                    time.sleep(pace)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server refused the rest (a full disk): its reply says why
         conns[0].close()
         return self.reply()[0]
 
