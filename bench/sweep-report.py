@@ -11,6 +11,7 @@ import os
 import statistics
 import subprocess
 import sys
+import textwrap
 
 XLABELS = {
     "sweep": "message size (bytes, log scale)",
@@ -81,14 +82,19 @@ def gnuplot_script(fig, title, measured, reference, datadir, out_base):
     positive = [v for v in all_values if v > 0]
     logy = positive and max(positive) / min(positive) > 100
     sizes = sorted({x for s in list(measured.values()) + list(reference.values()) for x in s})
-    tics = ", ".join(f'"{human(x)}" {x}' for x in sizes if x & (x - 1) == 0)
+    powers = [x for x in sizes if x & (x - 1) == 0]
+    tics = ", ".join(f'"{human(x)}" {x}' for x in (powers if len(powers) >= 3 else sizes))
     plots = []
     for i, name in enumerate(measured):
         plots.append(f"'{datadir}/{fig}-m{i}.dat' using 1:2:3:4 with yerrorlines "
                      f"title '{gq(name)}' lw 2 pt 7 ps 0.8 lc {i + 1}")
+    # The paper's lines take the colour of today's line in the same place (-2 and its
+    # forking blast, ttcp -D and -D, the same ftp buffer), dashed, then dotted.
     for i, name in enumerate(reference):
+        colour = i % len(measured) + 1 if measured else i + 1
+        dash = 2 if not measured or i < len(measured) else 3
         plots.append(f"'{datadir}/{fig}-r{i}.dat' using 1:2 with linespoints "
-                     f"title '{gq(name)}' lw 1.5 dt 2 pt 6 lc {len(measured) + i + 1}")
+                     f"title '{gq(name)}' lw 1.5 dt {dash} pt 6 lc {colour}")
     heading = title if fig == "sweep" else f"{SUBTITLES.get(fig, fig)}\\n{title}"
     common = f"""set termoption noenhanced
 set title "{heading.replace('"', "'")}"
@@ -97,9 +103,9 @@ set ylabel "throughput, receive side (MB/s = 10^6 bytes/s{', log scale' if logy 
 set logscale x 2
 {'set logscale y 10' if logy else 'set yrange [0:*]'}
 set format y "%g"
-set xtics ({tics}) rotate by -30
+set xtics ({tics})
 set grid xtics ytics mytics lc rgb "#d0d0d0"
-set key outside right top box opaque spacing 1.2
+set key below center horizontal box spacing 1.2 width 2
 set bars small
 set offsets graph 0.02, graph 0.02, 0, 0
 """
@@ -116,7 +122,12 @@ def print_table(fig, measured, reference):
     sizes = sorted({x for _, c in cols for x in c})
     width = 17
     print(f"\n{SUBTITLES.get(fig, 'sweep')}: MB/s (10^6 B/s), median and min-max of the runs")
-    print(f"{'size':>6} " + " ".join(f"{name[:width]:>{width}}" for name, _ in cols))
+    heads = [textwrap.wrap(name, width) for name, _ in cols]
+    depth = max(len(h) for h in heads)
+    for line in range(depth):
+        words = [h[line - depth + len(h)] if line >= depth - len(h) else "" for h in heads]
+        print(f"{'size' if line == depth - 1 else '':>6} "
+              + " ".join(f"{w:>{width}}" for w in words))
     for x in sizes:
         cells = []
         for _, c in cols:
