@@ -105,7 +105,7 @@ set logscale x 2
 set format y "%g"
 set xtics ({tics})
 set grid xtics ytics mytics lc rgb "#d0d0d0"
-set key below center horizontal box spacing 1.2 width 2
+set key below center horizontal nobox spacing 1.2 width 2
 set bars small
 set offsets graph 0.02, graph 0.02, 0, 0
 """
