@@ -110,9 +110,9 @@ set bars small
 set offsets graph 0.02, graph 0.02, 0, 0
 """
     plot = "plot " + ", \\\n     ".join(plots) + "\n"
-    return (f"set terminal pngcairo size 1280,720 font 'DejaVu Sans,11'\n"
+    return (f"set terminal pngcairo noenhanced size 1280,720 font 'DejaVu Sans,11'\n"
             f"set output '{out_base}.png'\n{common}{plot}"
-            f"set terminal svg size 1280,720 dynamic font 'DejaVu Sans,11'\n"
+            f"set terminal svg noenhanced size 1280,720 dynamic font 'DejaVu Sans,11'\n"
             f"set output '{out_base}.svg'\n{plot}")
 
 
