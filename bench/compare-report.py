@@ -4,10 +4,10 @@ printed and written as compare.md and compare.json, with the runs as runs.csv, w
 not run and why, and the attached scripts' own tables. Files appear whole (temp + rename)."""
 import argparse
 import json
-import math
 import os
 import statistics
-import sys
+
+from benchreport import read_runs, write_atomic
 
 GROUPS = {
     "ttcp": "TCP, loopback",
@@ -29,24 +29,10 @@ NOTES = {
 }
 
 
-def write_atomic(path, text):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def load(path):
     groups = {}
-    with open(path) as f:
-        for line in f:
-            group, tool, run, rate = line.rstrip("\n").split("\t")
-            value = float(rate)
-            if not math.isfinite(value) or value < 0:
-                sys.exit(f"compare: {tool} run {run} reported '{rate}'")
-            groups.setdefault(group, {}).setdefault(tool, []).append(value)
+    for (group, tool, _run), value in read_runs(path, "compare", 4):
+        groups.setdefault(group, {}).setdefault(tool, []).append(value)
     return groups
 
 

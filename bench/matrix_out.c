@@ -157,11 +157,17 @@ static void json_string(FILE *f, const char *text)
         fputc('"', f);
 }
 
-/* Opens PATH's temporary twin; finish_file() makes it PATH once complete. */
-static FILE *start_file(const char *path, char *tmp, size_t cap)
+/* Names path PREFIX.EXT and opens its temporary twin tmp; finish_file() makes it path
+ * once complete. NULL (said on stderr) when it cannot be opened. */
+static FILE *start_file(const char *prefix, const char *ext, char path[static 4096],
+                        char tmp[static 4200])
 {
-        snprintf(tmp, cap, "%s.tmp%d", path, (int)getpid());
-        return fopen(tmp, "w");
+        snprintf(path, 4096, "%s.%s", prefix, ext);
+        snprintf(tmp, 4200, "%s.tmp%d", path, (int)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f)
+                fprintf(stderr, "linkmatrix: cannot write %s: %s\n", tmp, strerror(errno));
+        return f;
 }
 
 static int finish_file(FILE *f, const char *tmp, const char *path)
@@ -179,12 +185,9 @@ static int finish_file(FILE *f, const char *tmp, const char *path)
 static int write_csv(const struct matrix *m, const struct cell *cells, const char *prefix)
 {
         char path[4096], tmp[4200];
-        snprintf(path, sizeof(path), "%s.csv", prefix);
-        FILE *f = start_file(path, tmp, sizeof(tmp));
-        if (!f) {
-                fprintf(stderr, "linkmatrix: cannot write %s: %s\n", path, strerror(errno));
+        FILE *f = start_file(prefix, "csv", path, tmp);
+        if (!f)
                 return 1;
-        }
         fprintf(f, "from\\to");
         for (int to = 0; to < m->n; to++)
                 fprintf(f, ",%d", to);
@@ -209,12 +212,9 @@ static int write_json(const struct matrix *m, const struct cell *cells, double m
                       const char *prefix)
 {
         char path[4096], tmp[4200];
-        snprintf(path, sizeof(path), "%s.json", prefix);
-        FILE *f = start_file(path, tmp, sizeof(tmp));
-        if (!f) {
-                fprintf(stderr, "linkmatrix: cannot write %s: %s\n", path, strerror(errno));
+        FILE *f = start_file(prefix, "json", path, tmp);
+        if (!f)
                 return 1;
-        }
         int n = m->n, failed = 0;
         fprintf(f, "{\"tool\":\"linkmatrix\",\"link\":");
         json_string(f, m->link);
@@ -322,12 +322,9 @@ static int write_heatmap(const struct matrix *m, const struct cell *cells, const
         char png[4096], png_tmp[4200], gp[4096], script[4200];
         snprintf(png, sizeof(png), "%s.png", prefix);
         snprintf(png_tmp, sizeof(png_tmp), "%s.png.tmp%d", prefix, (int)getpid());
-        snprintf(gp, sizeof(gp), "%s.gp", prefix);
-        FILE *f = start_file(gp, script, sizeof(script));
-        if (!f) {
-                fprintf(stderr, "linkmatrix: cannot write %s: %s\n", script, strerror(errno));
+        FILE *f = start_file(prefix, "gp", gp, script);
+        if (!f)
                 return 1;
-        }
         gnuplot_heatmap(f, m, cells, png_tmp);
         if (fclose(f) != 0) {
                 unlink(script);

@@ -6,12 +6,13 @@ import argparse
 import csv
 import io
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
 import textwrap
+
+from benchreport import read_runs, write_atomic
 
 XLABELS = {
     "sweep": "message size (bytes, log scale)",
@@ -33,25 +34,11 @@ def human(n):
     return str(n)
 
 
-def write_atomic(path, data, mode="w"):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, mode) as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def load_runs(path):
     """{figure: {series: {size: [MB/s, ...]}}}, series and sizes in first-seen order."""
     figures = {}
-    with open(path) as f:
-        for line in f:
-            fig, series, size, _run, rate = line.rstrip("\n").split("\t")
-            value = float(rate)
-            if not math.isfinite(value) or value < 0:
-                sys.exit(f"sweep: a run of '{series}' at {size} reported '{rate}'")
-            figures.setdefault(fig, {}).setdefault(series, {}).setdefault(int(size), []).append(value)
+    for (fig, series, size, _run), value in read_runs(path, "sweep", 5):
+        figures.setdefault(fig, {}).setdefault(series, {}).setdefault(int(size), []).append(value)
     return figures
 
 

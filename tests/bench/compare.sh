@@ -6,11 +6,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_test_private_net "$@"
-bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
-src=${DS_SRC:?DS_SRC must name the source tree}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export DS_BIN=$bin DS_BENCH_PORT=17501
+bench_test_start 17501
 
 "$src/bench/compare" -r 1 -w 1 -s 8M -d "$work" --only ttcp,blast,stripe,xftp -o "$work/out" \
 	>"$work/stdout" 2>"$work/stderr" || { cat "$work/stdout" "$work/stderr" >&2; fail "compare exited $?"; }

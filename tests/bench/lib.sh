@@ -35,3 +35,14 @@ root = ET.parse(sys.argv[1]).getroot()
 assert root.tag.endswith("svg"), root.tag
 PY
 }
+
+# bench_test_start PORT: the usual start of these tests: a private network namespace,
+# DS_BIN and DS_SRC as bin and src, a scratch folder work removed at exit, and the
+# bench tools' first port.
+bench_test_start() {
+	bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+	src=${DS_SRC:?DS_SRC must name the source tree}
+	work=$(mktemp -d)
+	trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT
+	export DS_BIN=$bin DS_BENCH_PORT=$1 PYTHONDONTWRITEBYTECODE=1
+}

@@ -6,10 +6,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_test_private_net "$@"
-bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+bench_test_start 17060
 [ -x "$bin/linkmatrix" ] || { echo "SKIP: linkmatrix not built (DS_WITH_MPI=OFF)"; exit 77; }
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT
 # OpenMPI keeps some allocations until exit, which the sanitizer build would call leaks.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 mpi=(timeout 120 mpirun --allow-run-as-root --oversubscribe -np 3)

@@ -6,11 +6,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_test_private_net "$@"
-bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
-src=${DS_SRC:?DS_SRC must name the source tree}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export DS_BIN=$bin DS_BENCH_PORT=17401
+bench_test_start 17401
 
 series=("blast -x tcp" "blast -x udp -2" "ttcp -D")
 command -v NPtcp >/dev/null && against=(--against netpipe) || against=()
