@@ -218,7 +218,7 @@ struct world {
 static void outcome_fail(struct pair_outcome *p, const struct ds_error *err)
 {
         p->status = PAIR_FAILED;
-        snprintf(p->reason, sizeof(p->reason), "%s", err->text);
+        snprintf(p->reason, sizeof(p->reason), "%.*s", PAIR_REASON_MAX - 1, err->text);
 }
 
 static uint64_t tag_of(int round, int from, int to)
@@ -362,7 +362,7 @@ static int accept_all(struct world *w, struct job *job, pthread_t *tid, int star
                         continue;
                 struct pair_outcome *p = &w->got[peer];
                 p->status = PAIR_FAILED;
-                snprintf(p->reason, sizeof(p->reason), "%s",
+                snprintf(p->reason, sizeof(p->reason), "%.*s", PAIR_REASON_MAX - 1,
                          w->listener ? err.text : w->info[w->rank].reason);
         }
         return started;
@@ -404,7 +404,7 @@ static void open_listener(struct world *w, const struct ds_link_ops *ops)
         me->listening = ds_link_listen(ops, &w->listener, &here, &err) == 0;
         if (!me->listening) {
                 w->listener = NULL;
-                snprintf(me->reason, sizeof(me->reason), "rank %d cannot listen: %s", w->rank,
+                snprintf(me->reason, sizeof(me->reason), "rank %d cannot listen: %.90s", w->rank,
                          err.text);
         }
 }
