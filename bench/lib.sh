@@ -93,7 +93,7 @@ bench_opt_pair() {
 # 10.67.0.2 (receiver) and 10.67.0.1 (sender). Sets BENCH_NS_RECV, BENCH_NS_SEND,
 # BENCH_IF_RECV, BENCH_IF_SEND, BENCH_MAC_RECV; bench_veth_down removes it all. Needs root.
 bench_veth_up() {
-	BENCH_NS_RECV=dsbenchr$$ BENCH_NS_SEND=dsbenchs$$ BENCH_IF_RECV=dbr$$ BENCH_IF_SEND=dbs$$
+	BENCH_NS_RECV=dsbench-recv-$$ BENCH_NS_SEND=dsbench-send-$$ BENCH_IF_RECV=dsvr$$ BENCH_IF_SEND=dsvs$$
 	ip netns add "$BENCH_NS_RECV"
 	ip netns add "$BENCH_NS_SEND"
 	ip link add "$BENCH_IF_SEND" netns "$BENCH_NS_SEND" type veth peer name "$BENCH_IF_RECV" \
