@@ -6,6 +6,7 @@
  * each way), or, with --all-to-all, every link at once. Rank 0 writes the N x N matrix as
  * CSV and JSON and a heat map, and flags pairs well below the median. */
 #include "pairtest.h"
+#include "schedule.h"
 #include "matrix_out.h"
 
 #include <dragstrip/cli.h>
@@ -277,30 +278,12 @@ static void recv_from(struct world *w, int round, int peer)
         outcome_set(p, rc, &r, &err);
 }
 
-/* Round-robin tournament (the circle method) over slots = n rounded up to even: in
- * pairing round k, circle position 0 holds rank 0 and position p > 0 holds rank
- * (p - 1 + k) mod (slots - 1) + 1; position i meets position slots - 1 - i, so every two
- * ranks meet once. Each pairing runs twice, the lower rank sending in round 2k and the
- * higher in round 2k + 1. Returns this rank's peer in the round, or -1 when it sits out
- * (the odd count's bye), and whether it sends. */
-static int peer_in_round(int rank, int n, int round, bool *sends)
-{
-        int slots = n + (n & 1), turn = slots - 1, k = round / 2;
-        int pos = rank == 0 ? 0 : ((rank - 1 - k) % turn + turn) % turn + 1;
-        int partner_pos = slots - 1 - pos;
-        int partner = partner_pos == 0 ? 0 : (partner_pos - 1 + k) % turn + 1;
-        if (partner >= n)
-                return -1;
-        *sends = (round % 2 == 0) == (rank < partner);
-        return partner;
-}
-
 static void run_rounds(struct world *w)
 {
-        int slots = w->size + (w->size & 1), rounds = 2 * (slots - 1);
+        int rounds = schedule_rounds(w->size);
         for (int round = 0; round < rounds && !atomic_load(&stop_flag); round++) {
                 bool sends;
-                int peer = peer_in_round(w->rank, w->size, round, &sends);
+                int peer = schedule_peer(w->rank, w->size, round, &sends);
                 MPI_Barrier(MPI_COMM_WORLD);
                 if (peer < 0)
                         continue;
