@@ -77,3 +77,92 @@ bench_ratio_table() {
 			"$mb" "$(_bench_pick "$b" "$op" | _bench_spread)" "$(awk -v x="$ma" -v y="$mb" 'BEGIN { print x / y }')"
 	done
 }
+
+# bench_version: the project's version, from the top CMakeLists.txt.
+bench_version() {
+	sed -n 's/^project(dragstrip VERSION \([0-9.]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../CMakeLists.txt"
+}
+
+# bench_bytes SIZE: 64K, 1M, 2G (powers of 1024) or plain bytes, as bytes; fails otherwise.
+bench_bytes() {
+	local n unit
+	[[ $1 =~ ^([1-9][0-9]{0,9})([KkMmGg]?)$ ]] || return 1
+	n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+	case $unit in
+	K | k) n=$((n << 10)) ;;
+	M | m) n=$((n << 20)) ;;
+	G | g) n=$((n << 30)) ;;
+	esac
+	echo "$n"
+}
+
+# bench_sizes LIST: "64K,1M" (or spaces), or "FROM-TO" in powers of two, as bytes on one line.
+bench_sizes() {
+	local from to s out=()
+	if [[ $1 =~ ^([^,-]+)-([^,-]+)$ ]]; then
+		from=$(bench_bytes "${BASH_REMATCH[1]}") && to=$(bench_bytes "${BASH_REMATCH[2]}") || return 1
+		[ "$from" -le "$to" ] || return 1
+		for ((s = from; s <= to; s *= 2)); do out+=("$s"); done
+	else
+		for s in ${1//,/ }; do
+			s=$(bench_bytes "$s") || return 1
+			out+=("$s")
+		done
+	fi
+	[ ${#out[@]} -gt 0 ] || return 1
+	echo "${out[*]}"
+}
+
+# bench_human BYTES: 256, 64K, 2M, 1G where exact, else bytes.
+bench_human() {
+	local n=$1
+	if ((n >= 1 << 30 && n % (1 << 30) == 0)); then echo "$((n >> 30))G"
+	elif ((n >= 1 << 20 && n % (1 << 20) == 0)); then echo "$((n >> 20))M"
+	elif ((n >= 1 << 10 && n % (1 << 10) == 0)); then echo "$((n >> 10))K"
+	else echo "$n"; fi
+}
+
+# bench_opt_value OPT DEFAULT WORDS...: the word after OPT among WORDS, or DEFAULT.
+bench_opt_value() {
+	local opt=$1 value=$2
+	shift 2
+	while [ $# -gt 0 ]; do
+		[ "$1" = "$opt" ] && [ $# -ge 2 ] && value=$2
+		shift
+	done
+	echo "$value"
+}
+
+# bench_opt_pair OPT WORDS...: "OPT VALUE" when WORDS hold OPT VALUE, else nothing.
+bench_opt_pair() {
+	local value
+	value=$(bench_opt_value "$1" "" "${@:2}")
+	[ -z "$value" ] || echo "$1 $value"
+}
+
+# bench_veth_up: a veth pair between two new network namespaces, MTU 65000, addresses
+# 10.67.0.2 (receiver) and 10.67.0.1 (sender). Sets BENCH_NS_RECV, BENCH_NS_SEND,
+# BENCH_IF_RECV, BENCH_IF_SEND, BENCH_MAC_RECV; bench_veth_down removes it all. Needs root.
+bench_veth_up() {
+	BENCH_NS_RECV=dsbench-recv-$$ BENCH_NS_SEND=dsbench-send-$$ BENCH_IF_RECV=dsvr$$ BENCH_IF_SEND=dsvs$$
+	ip netns add "$BENCH_NS_RECV"
+	ip netns add "$BENCH_NS_SEND"
+	ip link add "$BENCH_IF_SEND" netns "$BENCH_NS_SEND" type veth peer name "$BENCH_IF_RECV" \
+		netns "$BENCH_NS_RECV"
+	ip -n "$BENCH_NS_RECV" link set "$BENCH_IF_RECV" mtu 65000 up
+	ip -n "$BENCH_NS_SEND" link set "$BENCH_IF_SEND" mtu 65000 up
+	ip -n "$BENCH_NS_RECV" link set lo up
+	ip -n "$BENCH_NS_SEND" link set lo up
+	ip -n "$BENCH_NS_RECV" addr add 10.67.0.2/24 dev "$BENCH_IF_RECV"
+	ip -n "$BENCH_NS_SEND" addr add 10.67.0.1/24 dev "$BENCH_IF_SEND"
+	BENCH_MAC_RECV=$(ip -n "$BENCH_NS_RECV" -o link show "$BENCH_IF_RECV" |
+		sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+}
+
+bench_veth_down() {
+	local ns pid
+	for ns in "$BENCH_NS_RECV" "$BENCH_NS_SEND"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
