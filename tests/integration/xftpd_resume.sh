@@ -138,7 +138,7 @@ pass "SIGTERM cuts transfers in flight; no partial file takes a final name"
 if [ "$(id -u)" -eq 0 ]; then
 	mkdir "$work/small"
 	mount -t tmpfs -o size=2m tmpfs "$work/small"
-	trap 'umount -l "$work/small" 2>/dev/null; cleanup' EXIT # before the work dir goes
+	trap 'umount -l "$work/small" 2>/dev/null || true; cleanup' EXIT # before the work dir goes
 	chown nobody "$work/small"
 	"$xftpd" -p 16442 --root "$work/small" --users "$work/users" "${run_as[@]}" 2>>"$work/xftpd.log" &
 	small_pid=$!
@@ -158,6 +158,7 @@ PY
 	kill "$small_pid"
 	wait "$small_pid" || fail "xftpd on the small disk did not end cleanly"
 	umount "$work/small"
+	trap cleanup EXIT
 fi
 
 log_clean
