@@ -123,6 +123,27 @@ PY
 	fail "a short or overlong upload appeared under its name"
 pass "ALLO: short uploads kept aside (451), overlong ones refused (552); ABOR gives 426 (or 425), 226"
 
+# ALLO reserves blocks (fallocate) only while the upload runs: a client that announces
+# 1 GiB and sends 1000 bytes holds no more disk than that, kept for REST or committed.
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "ALLO reservation"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.expect(200, 'ALLO 1073741824')
+assert c.pasv_put('STOR alloc-short.bin', b'a' * 1000) == 451
+c.expect(200, 'MODE E')
+c.expect(200, 'ALLO 1073741824')
+assert c.modee_put('STOR alloc-e.bin', b'e' * 1000, 1) == 226
+c.expect(200, 'MODE S')
+PY
+for f in "$work/root"/.xftpd-part.* "$work/root/alloc-e.bin"; do
+	held=$(($(stat -c %b "$f") * $(stat -c %B "$f") - $(stat -c %s "$f")))
+	[ "$held" -le 1048576 ] || fail "$f holds $held bytes of disk past its data after ALLO 1 GiB"
+done
+pass "ALLO: an upload shorter than announced gives the reserved blocks back"
+
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin
 await_partial 1000000
