@@ -12,6 +12,7 @@ ln -s /etc/passwd "$work/root/passwd"
 ln -s f.bin "$work/root/inside"
 mkdir "$work/root/sub"
 ln -s ../f.bin "$work/root/sub/up"
+mkfifo "$work/root/fifo"
 [ "$(id -u)" -ne 0 ] || chown -R nobody "$work/root/sub"
 before=$(find "$work" -path "$work/root" -prune -o ! -name xftpd.log -print | sort | md5sum)
 
@@ -48,6 +49,11 @@ c.expect(550, 'HASH filelink')
 c.expect(550, 'MLST dirlink')
 c.expect(501, 'RETR f\x01.bin')
 c.expect(501, 'CWD a\x7fb')
+# A FIFO in the store is no file to send, and opening it must not wait for a writer.
+c.sock.settimeout(5)
+assert c.data('RETR fifo') == 550
+c.expect(550, 'HASH fifo')
+c.sock.settimeout(20)
 c.expect(550, 'RETR .xftpd-part.0000000000000000')
 c.expect(550, 'DELE sub/.xftpd-part.1234')
 c.expect(550, 'PSIZ .xftpd-x')
@@ -91,6 +97,7 @@ assert b'inside' in listing and b'f.bin' in listing
 c.expect(221, 'QUIT')
 PY
 pass "escapes refused: .., absolute paths, symlinks out, control bytes, the server's own files"
+pass "a FIFO in the store: RETR and HASH refuse it at once (550)"
 pass "a link with '..' resolves while renames race it"
 after=$(find "$work" -path "$work/root" -prune -o ! -name xftpd.log -print | sort | md5sum)
 [ "$before" = "$after" ] || fail "something changed outside the root"

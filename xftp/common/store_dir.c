@@ -217,7 +217,8 @@ static int file_wrap(int fd, struct ds_store *store, struct dir_file **out)
 static int dir_open_read(struct ds_store *store, const char *path, struct ds_store_file **out)
 {
         struct stat sb;
-        int fd = store_openat2(root_of(store), path, O_RDONLY, 0);
+        /* O_NONBLOCK: opening a FIFO someone put in the store must not wait for a writer. */
+        int fd = store_openat2(root_of(store), path, O_RDONLY | O_NONBLOCK, 0);
 
         if (fd < 0)
                 return fd;
@@ -227,6 +228,8 @@ static int dir_open_read(struct ds_store *store, const char *path, struct ds_sto
                 return close_keep(fd, -EISDIR);
         if (!S_ISREG(sb.st_mode))
                 return close_keep(fd, -EPERM);
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+                return close_keep(fd, -errno);
         struct dir_file *file;
         int rc = file_wrap(fd, store, &file);
         if (rc == 0)
