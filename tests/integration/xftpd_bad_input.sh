@@ -152,19 +152,36 @@ pass "docs/xftpd.users.example: yescrypt and SHA-512 users log in"
 # --listen ADDR: that address only.
 "$xftpd" -p 16423 --listen 127.0.0.1 --max-per-host 1 --root "$work/root" --users "$work/users" \
 	"${run_as[@]}" 2>>"$work/xftpd.log" &
+perhost_pid=$!
 wait_listening 16423
 ss -Hltn "sport = :16423" | grep -q '127.0.0.1:16423' || fail "--listen 127.0.0.1: $(ss -Hltn "sport = :16423")"
 ! curl -sS -g "ftp://$user:x@[::1]:16423/" 2>/dev/null || fail "--listen 127.0.0.1 answered on ::1"
 pass "--listen ADDR listens on that address only"
-python3 - "$DS_SRC/tests/integration" <<'PY' || fail "--max-per-host"
-import socket, sys
+python3 - "$DS_SRC/tests/integration" "$perhost_pid" <<'PY' || fail "--max-per-host"
+import socket, sys, time
 sys.path.insert(0, sys.argv[1])
 from xftpd_raw import Ctl
 held = Ctl(16423)
 extra = socket.create_connection(('127.0.0.1', 16423), timeout=10)
 text = extra.makefile('rb').readline().decode()
 assert text.startswith('421') and 'from your address' in text, text
+# Once the session's process has ended, the next client gets in at the first try.
+held.expect(221, 'QUIT')
+assert held.closed()
+def running(pid):
+    try:
+        return open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+children = '/proc/%s/task/%s/children' % (sys.argv[2], sys.argv[2])
+for _ in range(200):
+    if not any(running(pid) for pid in open(children).read().split()):
+        break
+    time.sleep(0.05)
+else:
+    raise AssertionError('the session process never ended')
+Ctl(16423)
 PY
-pass "--max-per-host refuses a second session from one address"
+pass "--max-per-host refuses a second session from one address, and frees its place when it ends"
 
 log_clean

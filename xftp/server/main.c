@@ -261,7 +261,6 @@ static int serve(int listen_fd, const struct options *o, const struct xftpd_conf
         if (guard_sessions_init(&table, o->max_sessions, o->max_per_host) < 0)
                 errx(1, "out of memory");
         while (!atomic_load(config->stop)) {
-                guard_sessions_reap(&table);
                 int fd = guard_accept(listen_fd, config->stop);
                 if (fd == -EINTR)
                         break;
@@ -270,6 +269,8 @@ static int serve(int listen_fd, const struct options *o, const struct xftpd_conf
                                 warnx("accept: %s", strerror(-fd));
                         continue;
                 }
+                /* Sessions that ended while accept waited leave the table first. */
+                guard_sessions_reap(&table);
                 struct ds_ftp_addr peer;
                 const char *refusal = ds_ftp_addr_peer(fd, &peer) < 0
                                           ? "421 Gone.\r\n"
