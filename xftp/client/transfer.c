@@ -404,10 +404,14 @@ int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct
         int rc = fetch_listing(ftp, "LIST", remote, o, &text, err);
         if (rc < 0)
                 return rc;
-        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
-        for (const char *p = text; *p; p++)
-                if (!(p[0] == '\r' && p[1] == '\n'))
-                        putchar(*p);
+        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones.
+         * Other control bytes become '?': a server's names must not drive the terminal. */
+        for (const char *p = text; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c == '\r' && p[1] == '\n')
+                        continue;
+                putchar((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? '?' : c);
+        }
         free(text);
         return 0;
 }

@@ -1,0 +1,34 @@
+#!/bin/bash
+# xftp against a hostile server (xftp_hostile_server.py): a reply that never ends is cut at
+# its bound, a PASV naming a third host is not followed, a listing cannot drive the
+# terminal, and names with .. or / in a listing write nothing outside the destination.
+. "$(dirname "$0")/xftp_lib.sh"
+server=$DS_SRC/tests/integration/xftp_hostile_server.py
+
+# hostile PORT HOW: the server in the background, listening.
+hostile() {
+	python3 "$server" "$1" "$2" &
+	hostile_pid=$!
+	wait_listening "$1"
+}
+
+hostile 2210 endless
+expect_error "endless reply" "reply over" "$xftp" -q ls ftp://u:p@127.0.0.1:2210/
+wait "$hostile_pid" || true
+
+hostile 2211 tricks
+"$xftp" -q ls ftp://u:p@127.0.0.1:2211/ >"$work/listing" || fail "ls through a PASV naming a third host"
+grep -q 'name$' "$work/listing" || fail "ls printed no listing: $(od -c "$work/listing" | head)"
+! LC_ALL=C grep -q '[[:cntrl:]]' <(tr -d '\n' <"$work/listing") ||
+	fail "ls passed the server's control bytes on: $(od -c "$work/listing" | head)"
+pass "ls: connects back to the server whatever PASV names; control bytes shown as '?'"
+wait "$hostile_pid" || true
+
+mkdir -p "$work/dest/deep"
+hostile 2212 tricks
+"$xftp" -q -r get ftp://u:p@127.0.0.1:2212/d "$work/dest/deep/d" || fail "get -r from the tricks server"
+[ "$(cat "$work/dest/deep/d/ok")" = hello ] || fail "get -r did not fetch the plain name"
+[ "$(find "$work" -name '*evil*' | wc -l)" -eq 0 ] ||
+	fail "a listed name wrote outside the destination: $(find "$work" -name '*evil*')"
+pass "get -r: listed names with .. or / write nothing outside the destination"
+wait "$hostile_pid" || true
