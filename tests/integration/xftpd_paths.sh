@@ -54,6 +54,10 @@ c.sock.settimeout(5)
 assert c.data('RETR fifo') == 550
 c.expect(550, 'HASH fifo')
 c.sock.settimeout(20)
+# REST over a link that leads out says nothing of its target's size: one answer for both.
+for offset in (1, 1 << 40):
+    c.expect(350, 'REST %d' % offset)
+    assert c.data('STOR passwd') == 554, offset
 c.expect(550, 'RETR .xftpd-part.0000000000000000')
 c.expect(550, 'DELE sub/.xftpd-part.1234')
 c.expect(550, 'PSIZ .xftpd-x')
@@ -98,6 +102,7 @@ c.expect(221, 'QUIT')
 PY
 pass "escapes refused: .., absolute paths, symlinks out, control bytes, the server's own files"
 pass "a FIFO in the store: RETR and HASH refuse it at once (550)"
+pass "REST and STOR over a link out of the root: one answer whatever its target's size"
 pass "a link with '..' resolves while renames race it"
 after=$(find "$work" -path "$work/root" -prune -o ! -name xftpd.log -print | sort | md5sum)
 [ "$before" = "$after" ] || fail "something changed outside the root"

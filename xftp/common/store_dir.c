@@ -339,7 +339,9 @@ static int start_upload(struct dir_file *file, const struct ds_store_upload *how
 {
         struct stat sb;
         uint64_t whole = 0;
-        bool committed = fstatat(file->parent_fd, file->leaf, &sb, 0) == 0;
+        /* The name itself, not what a link there names: a link's target may lie outside the
+         * root, and REST's answers must not tell its type or size. */
+        bool committed = fstatat(file->parent_fd, file->leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 
         if (committed && S_ISDIR(sb.st_mode))
                 return -EISDIR;
