@@ -6,7 +6,8 @@
 # A put is timed to durable (xftp, then sync); the page cache is dropped before a get.
 # Every get is compared with the source. One line per transfer goes to
 # $DS_VM_WORK/results.tsv: case (put4, put1, get4, get1), MB/s (10^6 B/s), the guest's
-# CPU busy over the transfer (% of all vCPUs, from /proc/stat), the run.
+# CPU busy over the transfer and the kernel's part of it (% of all vCPUs, from
+# /proc/stat), the run.
 # XFTP_OPTS (e.g. "-P 4 -b 8M") go to every xftp; XFTPD_OPTS to both servers.
 #   boot.sh --disks 4 --disk-bps 50000000 bench/xftp-striped.guest.sh RUNS MIB
 set -euo pipefail
@@ -53,7 +54,8 @@ src=$TMPDIR/src
 back=$TMPDIR/back
 head -c $((mib << 20)) /dev/urandom >"$src"
 
-cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+# cpu: the guest's busy, system (with irq and softirq) and all jiffies so far.
+cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 # xfer CASE CMD...: times CMD to a final sync, then records MB/s and the CPU busy meanwhile.
 xfer() {
 	local name=$1 t0 t1 c0 c1
@@ -68,8 +70,9 @@ xfer() {
 	t1=$(date +%s.%N) c1=$(cpu)
 	awk -v n="$name" -v r="$run" -v b=$((mib << 20)) -v a="$t0" -v z="$t1" -v c0="$c0" -v c1="$c1" '
 		BEGIN { split(c0, p, " "); split(c1, q, " ")
-			printf "%s\t%.1f\t%.0f\t%d\n", n, b / (z - a) / 1e6, 100 * (q[1] - p[1]) / (q[2] - p[2]), r }' |
-		tee -a "$results" | awk -F'\t' '{ printf "run %s: %-5s %7.1f MB/s  cpu %3s%%\n", $4, $1, $2, $3 }'
+			printf "%s\t%.1f\t%.0f\t%.0f\t%d\n", n, b / (z - a) / 1e6, 100 * (q[1] - p[1]) / (q[3] - p[3]),
+			       100 * (q[2] - p[2]) / (q[3] - p[3]), r }' |
+		tee -a "$results" | awk -F'\t' '{ printf "run %s: %-5s %7.1f MB/s  cpu %3s%% (system %s%%)\n", $5, $1, $2, $3, $4 }'
 }
 
 # round WIDTH PORT: put the file, drop the caches, get it back, compare, remove it.

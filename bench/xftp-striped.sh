@@ -47,23 +47,24 @@ printf '\nxftp put/get of %s MiB through xftpd on loopback in the test VM (qemu 
 printf '2 vCPUs), store striped over 4 disks (4) or on 1 disk (1), each disk throttled to 50 MB/s;\n'
 printf 'xftp %s, xftpd %s. %s runs, alternating; put timed to durable, caches dropped before\n' \
 	"${XFTP_OPTS:-(defaults)}" "${XFTPD_OPTS:-(defaults)}" "$runs"
-printf 'get. MB/s = 10^6 B/s; cpu = guest CPU busy during the transfer, %% of both vCPUs.\n\n'
-printf '%-5s %8s %15s %8s\n' case median '(min-max)' 'cpu'
+printf 'get. MB/s = 10^6 B/s; cpu = guest CPU busy during the transfer, %% of both vCPUs,\n'
+printf 'and system = its kernel part (system, irq, softirq); medians.\n\n'
+printf '%-5s %8s %15s %6s %7s\n' case median '(min-max)' cpu system
 awk -F'\t' '
 	function median(a, k,   i, j, t) {
 		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 	}
-	{ n[$1]++; v[$1, n[$1]] = $2; c[$1, n[$1]] = $3; by_run[$1, $4] = $2 }
+	{ n[$1]++; v[$1, n[$1]] = $2; c[$1, n[$1]] = $3; s[$1, n[$1]] = $4; by_run[$1, $5] = $2 }
 	END {
 		split("put4 put1 get4 get1", cases, " ")
 		for (i = 1; i <= 4; i++) {
 			k = cases[i]; m = n[k]
 			if (!m) continue
-			delete a; delete b
-			for (j = 1; j <= m; j++) { a[j] = v[k, j]; b[j] = c[k, j] }
+			delete a; delete b; delete e
+			for (j = 1; j <= m; j++) { a[j] = v[k, j]; b[j] = c[k, j]; e[j] = s[k, j] }
 			med[k] = median(a, m)
-			printf "%-5s %8.1f %7.1f-%-7.1f %7.0f%%\n", k, med[k], a[1], a[m], median(b, m)
+			printf "%-5s %8.1f %7.1f-%-7.1f %5.0f%% %6.0f%%\n", k, med[k], a[1], a[m], median(b, m), median(e, m)
 		}
 		print ""
 		split("put get", dirs, " ")
