@@ -3,9 +3,11 @@
 # xftpd on loopback, one over a striped store of a directory on each of the four throttled
 # disks, one over a directory on disk 0 alone. xftp puts a file of MIB MiB (from tmpfs) to
 # each and gets it back (to tmpfs), run after run, the order of the stores alternating.
+# A third xftpd stripes over four tmpfs directories: no disk in the path, so its figures
+# (put0, get0) are what the guest's emulated CPU allows xftp at all.
 # A put is timed to durable (xftp, then sync); the page cache is dropped before a get.
 # Every get is compared with the source. One line per transfer goes to
-# $DS_VM_WORK/results.tsv: case (put4, put1, get4, get1), MB/s (10^6 B/s), the guest's
+# $DS_VM_WORK/results.tsv: case (put4, put1, put0, get4, get1, get0), MB/s (10^6 B/s), the guest's
 # CPU busy over the transfer and the kernel's part of it (% of all vCPUs, from
 # /proc/stat), the run.
 # XFTP_OPTS (e.g. "-P 4 -b 8M") go to every xftp; XFTPD_OPTS to both servers.
@@ -37,8 +39,8 @@ for d in "${disks[@]}"; do
 	mkdir -p "$d/s"
 	striped=${striped:+$striped,}$d/s
 done
-mkdir -p "${disks[0]}/one"
-chown nobody "${disks[@]/%//s}" "${disks[0]}/one"
+mkdir -p "${disks[0]}/one" "$TMPDIR"/m{0,1,2,3}
+chown nobody "${disks[@]/%//s}" "${disks[0]}/one" "$TMPDIR"/m{0,1,2,3}
 echo bench | "$bin/xftpd" --add-user "$TMPDIR/users" bench >/dev/null
 serve() { # serve PORT ROOT
 	timeout $((runs * 4 * limit + 300)) "$bin/xftpd" -p "$1" --listen 127.0.0.1 --root "$2" \
@@ -46,9 +48,11 @@ serve() { # serve PORT ROOT
 }
 serve 2121 "$striped"
 serve 2122 "${disks[0]}/one"
+serve 2123 "$TMPDIR/m0,$TMPDIR/m1,$TMPDIR/m2,$TMPDIR/m3"
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 ds_vm_wait_tcp 2121 || ds_vm_die "xftpd on the striped store did not listen"
 ds_vm_wait_tcp 2122 || ds_vm_die "xftpd on one disk did not listen"
+ds_vm_wait_tcp 2123 || ds_vm_die "xftpd on tmpfs did not listen"
 
 src=$TMPDIR/src
 back=$TMPDIR/back
@@ -90,7 +94,9 @@ for ((run = 1; run <= runs; run++)); do
 	if ((run % 2)); then
 		round 4 2121
 		round 1 2122
+		round 0 2123
 	else
+		round 0 2123
 		round 1 2122
 		round 4 2121
 	fi
