@@ -31,6 +31,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # One disk moves the file in MIB/50 s each way; the guest's tmpfs holds three copies.
 DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --disks 4 --disk-bps 50000000 \
 	--disk-size 2G --mem 4G --smp 2 --cpu "$cpu" --timeout $((180 + runs * mib / 2)) \
@@ -49,7 +50,9 @@ printf 'or striped over 4 tmpfs directories (0: no disk, the ceiling the emulate
 printf 'xftp %s, xftpd %s. %s runs, alternating; put timed to durable, caches dropped before\n' \
 	"${XFTP_OPTS:-(defaults)}" "${XFTPD_OPTS:-(defaults)}" "$runs"
 printf 'get. MB/s = 10^6 B/s; cpu = guest CPU busy during the transfer, %% of both vCPUs,\n'
-printf 'and system = its kernel part (system, irq, softirq); medians.\n\n'
+printf 'and system = its kernel part (system, irq, softirq); medians. Host load average %s\n' "$load0"
+printf 'before, %s after: TCG runs on the host'"'"'s cores, so its load moves every figure.\n\n' \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-5s %8s %15s %6s %7s\n' case median '(min-max)' cpu system
 awk -F'\t' '
 	function median(a, k,   i, j, t) {
