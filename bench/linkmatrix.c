@@ -10,6 +10,7 @@
 #include "matrix_out.h"
 
 #include <dragstrip/cli.h>
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/size.h>
 
@@ -470,7 +471,7 @@ int main(int argc, char **argv)
         w.pair = (struct pair_options){.link = ops,
                                        .msg_size = o.msg_size,
                                        .seconds = o.seconds,
-                                       .timeout_ms = (int)(o.timeout_s * 1000),
+                                       .timeout_ms = ds_duration_ms(o.timeout_s),
                                        .stop = &stop_flag};
         w.info = calloc((size_t)w.size, sizeof(*w.info));
         w.sent = calloc((size_t)w.size, sizeof(*w.sent));

@@ -93,7 +93,7 @@ int pair_send(const struct pair_options *o, const struct ds_link_config *where, 
         struct ds_session s;
         struct ds_wire_hello hello = {
             .msg_size = o->msg_size,
-            .duration_ms = (uint32_t)(o->seconds * 1000),
+            .duration_ms = (uint32_t)ds_duration_ms(o->seconds),
             .flow = DS_FLOW_CREDIT,
             .op = DS_OP_DEFAULT,
             .streams = 1,

@@ -110,7 +110,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         cli->netrc = optarg;
                         break;
                 case OPT_TIMEOUT:
-                        cli->job.timeout_ms = (int)(ds_cli_seconds("--timeout", optarg) * 1000);
+                        cli->job.timeout_ms = ds_cli_ms("--timeout", optarg);
                         break;
                 case OPT_NO_SENDFILE:
                         cli->job.no_sendfile = true;

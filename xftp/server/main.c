@@ -5,6 +5,7 @@
 #include "users.h"
 
 #include <dragstrip/cli.h>
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
@@ -87,7 +88,8 @@ static int ms_arg(const char *opt, const char *arg)
         double seconds = ds_cli_seconds(opt, arg);
         if (seconds > 86400)
                 errx(2, "%s: '%s' is too long (at most a day)", opt, arg);
-        return seconds * 1000 < 1 ? 1 : (int)(seconds * 1000);
+        int ms = ds_duration_ms(seconds);
+        return ms > 0 ? ms : 1;
 }
 
 /* Reads the password for --add-user: twice without echo on a terminal, else one line. */
