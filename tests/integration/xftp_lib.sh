@@ -67,11 +67,12 @@ slow_loopback() {
 }
 
 # wait_whole PART BYTES: until xftp's partial download PART is whole up to BYTES (its
-# user.xftp.whole mark; the file's size alone says nothing with MODE E), at most 20 s.
+# user.xftp.whole mark; the file's size alone says nothing with MODE E), at most 60 s: a
+# loaded machine (an ASan build beside others) can be slow to start the transfer.
 wait_whole() {
 	python3 - "$1" "$2" <<'PY' || fail "$1 never became whole up to $2 bytes"
 import os, sys, time
-for _ in range(200):
+for _ in range(600):
     try:
         if int(os.getxattr(sys.argv[1], "user.xftp.whole")) >= int(sys.argv[2]):
             sys.exit(0)

@@ -134,18 +134,22 @@ for p in 1 4; do
 	"$xftp" -q -P $p --resume get $url/big.bin "$work/big.bin" >/dev/null
 	same "$root/big.bin" "$work/big.bin" "get -P $p resumed after kill -9 of the server"
 
+	# Slower still, so the upload cannot end between two looks at its resume point.
+	slow_loopback 80mbit
 	"$xftp" -q -P $p put "$work/big.bin" $url/up-big.$p >/dev/null 2>&1 &
 	client=$!
 	# xftpd keeps the resume point of a partial upload in .xftpd-part.KEY.len
 	whole=0
-	for _ in $(seq 200); do
+	for _ in $(seq 600); do
 		mark=$(find "$root" -name '.xftpd-part.*.len' | head -n 1)
 		[ -n "$mark" ] && whole=$((10#$(tr -dc 0-9 <"$mark" || true)0 / 10))
 		[ "$whole" -ge $((8 * 1048576)) ] && break
+		kill -0 $client 2>/dev/null || fail "put -P $p ended before 8 MiB of it was seen whole"
 		sleep 0.1
 	done
 	[ "$whole" -ge $((8 * 1048576)) ] || fail "no partial upload grew to 8 MiB"
 	kill_xftpd
+	slow_loopback 200mbit
 	wait $client 2>/dev/null || true
 	[ ! -e "$root/up-big.$p" ] || fail "a cut upload took its final name"
 	start_xftpd 2122 "$root"
