@@ -71,7 +71,7 @@ c.expect(501, 'RANG 10 5')
 c.expect(501, 'PORT 1,2,3')
 c.expect(501, 'PORT 300,0,0,1,4,1')
 c.expect(504, 'PORT 127,0,0,1,0,21')         # bounce protection: no port below 1024
-c.expect(200, 'PORT 127,0,0,2,40,1')         # a password user may name a third host
+c.expect(504, 'PORT 127,0,0,2,40,1')         # a third host only with --fxp
 c.expect(501, 'EPRT |1|not-an-address|5000|')
 c.expect(522, 'EPRT |3|x|5000|')
 c.expect(501, 'OPTS RETR Parallelism=17;')

@@ -40,6 +40,8 @@ static void usage(void)
             "  --login-timeout SEC    end a session not logged in by then (default 30)\n"
             "  --data-timeout SEC     deadline of each data connection's set-up (default 30)\n"
             "  --max-fails N          failed logins before a session ends (default 3)\n"
+            "  --fxp                  let password users copy to and from other servers\n"
+            "                         (data connections with a host not the client's)\n"
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
@@ -49,7 +51,7 @@ static void usage(void)
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root, direct_reads;
+        bool anonymous, allow_root, direct_reads, fxp;
         size_t block;
         unsigned max_sessions, max_per_host, max_fails;
         int idle_ms, login_ms, data_ms;
@@ -70,6 +72,7 @@ enum {
         OPT_ALLOW_ROOT,
         OPT_ADD_USER,
         OPT_DIRECT_READS,
+        OPT_FXP,
         OPT_VERSION
 };
 
@@ -191,6 +194,9 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_DIRECT_READS:
                 o->direct_reads = true;
                 break;
+        case OPT_FXP:
+                o->fxp = true;
+                break;
         case OPT_ADD_USER:
                 *add_file = optarg;
                 break;
@@ -223,6 +229,7 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"run-as", required_argument, NULL, OPT_RUN_AS},
             {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
             {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
+            {"fxp", no_argument, NULL, OPT_FXP},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
@@ -324,6 +331,7 @@ int main(int argc, char **argv)
             .store = store,
             .users = users,
             .anonymous = o.anonymous,
+            .fxp = o.fxp,
             .block = o.block,
             .idle_ms = o.idle_ms,
             .login_ms = o.login_ms,

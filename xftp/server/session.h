@@ -23,6 +23,7 @@ struct xftpd_config {
         struct ds_store *store;
         const struct xftpd_users *users; /* NULL: anonymous only */
         bool anonymous;                  /* USER anonymous / ftp allowed, read-only */
+        bool fxp;                        /* password users may use other hosts (--fxp) */
         size_t block;                    /* bytes per buffer and MODE E block (-b) */
         int idle_ms;                     /* a control connection silent this long ends */
         int login_ms;                    /* a session must log in within this */

@@ -88,6 +88,13 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
         }
 }
 
+/* Whether a data connection may come from, or go to, a host other than the client's:
+ * server-to-server copies, only when the server allows them (--fxp), never anonymous. */
+static bool third_host_ok(const struct session *s)
+{
+        return s->config->fxp && !s->anonymous;
+}
+
 void xfer_cmd_port(struct session *s, bool extended, const char *arg)
 {
         struct ds_ftp_addr addr;
@@ -105,19 +112,31 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "501 Malformed %s argument.", extended ? "EPRT" : "PORT");
                 return;
         }
-        /* FTP bounce protection: never a privileged port, and a third host only for a
-         * user who logged in with a password (server-to-server copies). */
+        /* FTP bounce protection: never a privileged port, and a third host only with --fxp
+         * for a user who logged in with a password (server-to-server copies). */
         if (ds_ftp_addr_port(&addr) < 1024) {
                 session_reply(s, "504 Refused: port below 1024.");
                 return;
         }
-        if (!ds_ftp_addr_same_host(&addr, &s->peer) && s->anonymous) {
+        if (!ds_ftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
         forget_data(s);
         s->active = addr;
         session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
+}
+
+/* One line per transfer for the connections a passive port turned away. */
+static void log_refused(struct session *s, const struct ds_data_refused *refused)
+{
+        char from[DS_FTP_ADDR_TEXT];
+
+        ds_ftp_addr_text(&refused->first, from, sizeof(from));
+        fprintf(stderr,
+                "xftpd: %s %s refused %u data connection%s from another host (first %s)%s\n",
+                s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
+                s->anonymous ? "" : "; --fxp allows them");
 }
 
 /* Opens the n data connections of the next transfer. Replies 425 and returns a negative
@@ -129,10 +148,12 @@ static int open_data(struct session *s, int *fds, unsigned n)
         int rc;
 
         if (s->pasv_fd >= 0) {
-                /* Anonymous sessions take data only from their own host; a user may have a
-                 * second server connect here (server-to-server copy). */
-                rc =
-                    ds_data_accept(s->pasv_fd, s->anonymous ? &s->peer : NULL, fds, n, &opts, &err);
+                /* A third host that races the client for the port gets nothing. */
+                struct ds_data_refused refused = {0};
+                rc = ds_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
+                                    &refused, &err);
+                if (refused.count)
+                        log_refused(s, &refused);
         } else if (s->active.len) {
                 struct ds_ftp_addr from = s->local;
                 ds_ftp_addr_set_port(&from, 0);
