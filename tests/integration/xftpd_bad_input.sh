@@ -11,6 +11,8 @@ expect_error "port 0" "-p: '0' is not a port" "$xftpd" -p 0 --root "$work/root" 
 expect_error "block too small" "-b: '1K' is out of range" "$xftpd" -b 1K --root "$work/root" --anonymous
 expect_error "bad idle" "--idle: 'soon' is not a duration" "$xftpd" --idle soon --root "$work/root" --anonymous
 expect_error "bad count" "--max-sessions: '0' is not a count" "$xftpd" --max-sessions 0 --root "$work/root" --anonymous
+expect_error "bad host fails" "--max-host-fails: 'x' is not a count" "$xftpd" --max-host-fails x --root "$work/root" --anonymous
+expect_error "bad ban time" "--ban-time: '0' is not a duration" "$xftpd" --ban-time 0 --root "$work/root" --anonymous
 expect_error "unknown option" "unknown option '--frobnicate'" "$xftpd" --frobnicate
 expect_error "missing root" "--root $work/none" "$xftpd" -p 16499 --root "$work/none" --anonymous
 expect_error "missing users file" "users file $work/nousers" "$xftpd" -p 16499 --root "$work/root" --users "$work/nousers"
