@@ -297,6 +297,7 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
         pid_t pid = fork();
         if (pid == 0) {
                 close(listen_fd);
+                close(throttle->report_fd[0]); /* sessions only write to the listener */
                 _exit(xftpd_session_run(config, fd));
         }
         if (pid < 0)
