@@ -11,6 +11,8 @@ expect_error "port 0" "-p: '0' is not a port" "$xftpd" -p 0 --root "$work/root" 
 expect_error "block too small" "-b: '1K' is out of range" "$xftpd" -b 1K --root "$work/root" --anonymous
 expect_error "bad idle" "--idle: 'soon' is not a duration" "$xftpd" --idle soon --root "$work/root" --anonymous
 expect_error "bad count" "--max-sessions: '0' is not a count" "$xftpd" --max-sessions 0 --root "$work/root" --anonymous
+expect_error "bad host fails" "--max-host-fails: 'x' is not a count" "$xftpd" --max-host-fails x --root "$work/root" --anonymous
+expect_error "bad ban time" "--ban-time: '0' is not a duration" "$xftpd" --ban-time 0 --root "$work/root" --anonymous
 expect_error "unknown option" "unknown option '--frobnicate'" "$xftpd" --frobnicate
 expect_error "missing root" "--root $work/none" "$xftpd" -p 16499 --root "$work/none" --anonymous
 expect_error "missing users file" "users file $work/nousers" "$xftpd" -p 16499 --root "$work/root" --users "$work/nousers"
@@ -71,7 +73,7 @@ c.expect(501, 'RANG 10 5')
 c.expect(501, 'PORT 1,2,3')
 c.expect(501, 'PORT 300,0,0,1,4,1')
 c.expect(504, 'PORT 127,0,0,1,0,21')         # bounce protection: no port below 1024
-c.expect(200, 'PORT 127,0,0,2,40,1')         # a password user may name a third host
+c.expect(504, 'PORT 127,0,0,2,40,1')         # a third host only with --fxp
 c.expect(501, 'EPRT |1|not-an-address|5000|')
 c.expect(522, 'EPRT |3|x|5000|')
 c.expect(501, 'OPTS RETR Parallelism=17;')

@@ -165,4 +165,80 @@ dst.expect(226)
 PY
 same "$work/root/f.bin" "$work/root2/copy.bin" "server-to-server copy (EPSV on one, EPRT on the other, 2 streams)"
 
+# HASH: a RANG out of the file is refused, a directory is refused, and a long hash ends
+# on ABOR, on the client's hang-up and on SIGTERM. big.bin is sparse: hashing all of it
+# would take minutes.
+truncate -s 64G "$work/root/big.bin"
+[ "$(id -u)" -ne 0 ] || chown nobody "$work/root/big.bin"
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$work/root" "$xftpd_pid" <<'PY' || fail "HASH limits"
+import hashlib, os, signal, sys, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password, root, server = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
+data = open(root + '/f.bin', 'rb').read()
+
+def sessions():
+    """The server's session processes still running."""
+    def running(pid):
+        try:
+            return open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()[0] != 'Z'
+        except FileNotFoundError:
+            return False
+    children = open('/proc/%d/task/%d/children' % (server, server)).read().split()
+    return [pid for pid in children if running(pid)]
+
+c = Ctl(port)
+c.login(user, password)
+size = len(data)
+for start, end in ((size, size + 10), (size + 1, size + 100), (1 << 40, (1 << 40) + 1)):
+    c.expect(350, 'RANG %d %d' % (start, end))
+    text = c.expect(554, 'HASH f.bin')
+    assert 'beyond the end' in text, text
+# A range that starts inside and ends past the end: hashed to the end, the reply says so.
+c.expect(350, 'RANG %d %d' % (size - 10, size + 1000))
+assert c.expect(213, 'HASH f.bin') == '213 SHA-256 %d-%d %s f.bin' % (
+    size - 10, size, hashlib.sha256(data[-10:]).hexdigest())
+c.expect(257, 'MKD adir')
+c.expect(553, 'HASH adir')
+print('ok HASH refuses a RANG beyond the end (554) and a directory (553)')
+
+# ABOR cuts a long hash: 426 for the HASH, 226 for the ABOR, and the session goes on.
+c.send('HASH big.bin')
+time.sleep(0.5)
+t = time.time()
+c.send('ABOR')
+c.expect(426)
+c.expect(226)
+took = time.time() - t
+assert took < 5, 'ABOR took %.1f s to end the hash' % took
+c.expect(200, 'NOOP')
+print('ok ABOR ends a HASH in %.2f s' % took)
+
+# The client hanging up ends its session's hash.
+before = len(sessions())
+c.send('HASH big.bin')
+time.sleep(0.5)
+c.sock.close()
+for _ in range(100):
+    if len(sessions()) < before:
+        break
+    time.sleep(0.05)
+else:
+    raise AssertionError('the session still hashes after its client hung up')
+print('ok a hang-up ends the hashing session')
+
+# SIGTERM during a hash: the client hears why, and the server ends.
+c = Ctl(port)
+c.login(user, password)
+c.send('HASH big.bin')
+time.sleep(0.5)
+os.kill(server, signal.SIGTERM)
+code, text = c.reply()
+assert code in (421, 426) and 'shutting down' in text, text
+print('ok SIGTERM ends a HASH: ' + text)
+PY
+pass "HASH: RANG beyond the end refused, a long hash ends on ABOR, hang-up and SIGTERM"
+wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM during a HASH"
+pass "xftpd ended with status 0 on SIGTERM during a HASH"
+
 log_clean

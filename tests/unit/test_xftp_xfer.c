@@ -78,7 +78,7 @@ static void connect_pairs(int *send_fds, int *recv_fds, unsigned n)
         assert_true(lfd >= 0);
         assert_int_equal(ds_ftp_addr_local(lfd, &local), 0);
         assert_int_equal(ds_data_connect(&local, NULL, send_fds, n, &opts, &err), 0);
-        assert_int_equal(ds_data_accept(lfd, &local, recv_fds, n, &opts, &err), 0);
+        assert_int_equal(ds_data_accept(lfd, &local, recv_fds, n, &opts, NULL, &err), 0);
         assert_int_equal(close(lfd), 0);
 }
 

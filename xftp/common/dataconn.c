@@ -15,6 +15,7 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/serve.h>
 
 #define STOP_SLICE_MS 100
 
@@ -339,14 +340,17 @@ void ds_data_close(int *fds, unsigned n)
 }
 
 int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fds, unsigned n,
-                   const struct ds_data_opts *opts, struct ds_error *err)
+                   const struct ds_data_opts *opts, struct ds_data_refused *refused,
+                   struct ds_error *err)
 {
         unsigned got = 0;
+        uint64_t deadline = ds_deadline_in(opts->timeout_ms);
 
         for (unsigned i = 0; i < n; i++)
                 fds[i] = -1;
         while (got < n) {
-                int rc = ds_data_wait(listen_fd, POLLIN, opts->timeout_ms, opts->stop);
+                int left = opts->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
+                int rc = left == 0 ? -ETIMEDOUT : ds_data_wait(listen_fd, POLLIN, left, opts->stop);
                 if (rc < 0) {
                         ds_data_close(fds, n);
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
@@ -366,9 +370,12 @@ int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fd
                 }
                 if (expect_peer && !ds_ftp_addr_same_host(&peer, expect_peer)) {
                         close(fd); /* someone else's connection: not ours to serve */
+                        if (refused && refused->count++ == 0)
+                                refused->first = peer;
                         continue;
                 }
                 fds[got++] = fd;
+                deadline = ds_deadline_in(opts->timeout_ms);
         }
         return 0;
 }

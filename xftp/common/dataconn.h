@@ -71,12 +71,21 @@ struct ds_data_opts {
 int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *opts,
                    struct ds_error *err);
 
+/* What ds_data_accept turned away: connections from a host other than the one expected. */
+struct ds_data_refused {
+        unsigned count;
+        struct ds_ftp_addr first; /* the first of them */
+};
+
 /* Accepts n connections on listen_fd into fds[0..n-1], each within opts->timeout_ms.
  * expect_peer (may be NULL) is the control connection's peer: a connection from another
- * host is closed and not counted (vsftpd's pasv_promiscuous=NO). Returns 0, or a negative
- * errno (-ETIMEDOUT, -EINTR on stop) with every accepted descriptor closed. */
+ * host is closed and not counted, and does not extend the wait (its deadline stands), so a
+ * third host racing for the port gets nothing. refused (may be NULL) counts those. Returns
+ * 0, or a negative errno (-ETIMEDOUT, -EINTR on stop) with every accepted descriptor
+ * closed. */
 int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fds, unsigned n,
-                   const struct ds_data_opts *opts, struct ds_error *err);
+                   const struct ds_data_opts *opts, struct ds_data_refused *refused,
+                   struct ds_error *err);
 
 /* The active side: opens n connections to addr into fds[0..n-1], each within
  * opts->timeout_ms. bind_host (may be NULL) gives the local address to connect from (the

@@ -1,59 +1,19 @@
-/* Accepting under pressure, the session table, and dropping root. */
+/* The session table, and dropping root. */
 #include "guard.h"
 
 #include <dragstrip/error.h>
 
 #include <errno.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static void pause_ms(long ms)
-{
-        nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
-}
-
-int guard_accept(int listen_fd, atomic_bool *stop)
-{
-        for (;;) {
-                if (atomic_load(stop))
-                        return -EINTR;
-                struct pollfd pfd = {.fd = listen_fd, .events = POLLIN};
-                int n = poll(&pfd, 1, 200);
-                if (n < 0 && errno != EINTR)
-                        return -errno;
-                if (n <= 0)
-                        continue;
-                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                if (fd >= 0)
-                        return fd;
-                switch (errno) {
-                case EINTR:
-                case EAGAIN:
-                case ECONNABORTED:
-                case EPROTO:
-                        continue;
-                case EMFILE:
-                case ENFILE:
-                case ENOBUFS:
-                case ENOMEM:
-                        /* The connection stays queued; try again once sessions end. */
-                        pause_ms(100);
-                        return -EAGAIN;
-                default:
-                        return -errno;
-                }
-        }
-}
 
 int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host)
 {
@@ -109,10 +69,11 @@ void guard_sessions_end(struct guard_sessions *table, int grace_ms)
 {
         for (unsigned i = 0; i < table->count; i++)
                 kill(table->pids[i], SIGTERM);
+        /* Not ds_sleep_until: the stop that brought the server here would cut it short. */
         for (int waited = 0; table->count > 0 && waited < grace_ms; waited += 20) {
                 guard_sessions_reap(table);
                 if (table->count > 0)
-                        pause_ms(20);
+                        nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
         }
         for (unsigned i = 0; i < table->count; i++)
                 kill(table->pids[i], SIGKILL);

@@ -1,23 +1,15 @@
-/* What keeps xftpd standing against its clients and its own start as root: an accept
- * that outlives running out of descriptors, the table of sessions with its limits, and
- * the change to an unprivileged user. Small on purpose, to be swapped for lib/'s shared
- * equivalents when those exist. */
+/* What keeps xftpd standing against its clients and its own start as root: the table of
+ * sessions with its limits, and the change to an unprivileged user. Accepting under
+ * pressure is lib/'s (serve.h), failed logins per address are throttle.h's. */
 #ifndef XFTPD_GUARD_H
 #define XFTPD_GUARD_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
 #include "dataconn.h"
 
 struct ds_error;
-
-/* Waits for a connection on listen_fd (waking every 200 ms to look at stop) and accepts
- * it. Returns the descriptor, -EINTR when stop was set, or -EAGAIN after a transient
- * failure (out of descriptors or memory, a connection aborted before accept), having
- * paused 100 ms so that a full table does not spin the CPU. */
-int guard_accept(int listen_fd, atomic_bool *stop);
 
 /* The running sessions: one child process each. */
 struct guard_sessions {

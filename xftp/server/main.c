@@ -2,17 +2,22 @@
  * and forks one process per session (session.c). See xftpd(8) and docs/xftp.md. */
 #include "guard.h"
 #include "session.h"
+#include "throttle.h"
 #include "users.h"
 
 #include <dragstrip/cli.h>
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
+#include <dragstrip/serve.h>
 #include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +45,11 @@ static void usage(void)
             "  --login-timeout SEC    end a session not logged in by then (default 30)\n"
             "  --data-timeout SEC     deadline of each data connection's set-up (default 30)\n"
             "  --max-fails N          failed logins before a session ends (default 3)\n"
+            "  --max-host-fails N     failed logins from one address, over all its\n"
+            "                         sessions, before it is refused (default 10)\n"
+            "  --ban-time SEC         how long such an address is refused (default 60)\n"
+            "  --fxp                  let password users copy to and from other servers\n"
+            "                         (data connections with a host not the client's)\n"
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
@@ -49,10 +59,10 @@ static void usage(void)
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root, direct_reads;
+        bool anonymous, allow_root, direct_reads, fxp;
         size_t block;
-        unsigned max_sessions, max_per_host, max_fails;
-        int idle_ms, login_ms, data_ms;
+        unsigned max_sessions, max_per_host, max_fails, max_host_fails;
+        int idle_ms, login_ms, data_ms, ban_ms;
 };
 
 enum {
@@ -66,10 +76,13 @@ enum {
         OPT_LOGIN,
         OPT_DATA,
         OPT_MAX_FAILS,
+        OPT_MAX_HOST_FAILS,
+        OPT_BAN_TIME,
         OPT_RUN_AS,
         OPT_ALLOW_ROOT,
         OPT_ADD_USER,
         OPT_DIRECT_READS,
+        OPT_FXP,
         OPT_VERSION
 };
 
@@ -81,15 +94,6 @@ static unsigned count_arg(const char *opt, const char *arg, unsigned max)
         if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
                 errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
         return (unsigned)value;
-}
-
-static int ms_arg(const char *opt, const char *arg)
-{
-        double seconds = ds_cli_seconds(opt, arg);
-        if (seconds > 86400)
-                errx(2, "%s: '%s' is too long (at most a day)", opt, arg);
-        int ms = ds_duration_ms(seconds);
-        return ms > 0 ? ms : 1;
 }
 
 /* Reads the password for --add-user: twice without echo on a terminal, else one line. */
@@ -171,16 +175,22 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
                 o->max_per_host = count_arg("--max-per-host", optarg, 10000);
                 break;
         case OPT_IDLE:
-                o->idle_ms = ms_arg("--idle", optarg);
+                o->idle_ms = ds_cli_ms("--idle", optarg);
                 break;
         case OPT_LOGIN:
-                o->login_ms = ms_arg("--login-timeout", optarg);
+                o->login_ms = ds_cli_ms("--login-timeout", optarg);
                 break;
         case OPT_DATA:
-                o->data_ms = ms_arg("--data-timeout", optarg);
+                o->data_ms = ds_cli_ms("--data-timeout", optarg);
                 break;
         case OPT_MAX_FAILS:
                 o->max_fails = count_arg("--max-fails", optarg, 1000);
+                break;
+        case OPT_MAX_HOST_FAILS:
+                o->max_host_fails = count_arg("--max-host-fails", optarg, 100000);
+                break;
+        case OPT_BAN_TIME:
+                o->ban_ms = ds_cli_ms("--ban-time", optarg);
                 break;
         case OPT_RUN_AS:
                 o->run_as = optarg;
@@ -190,6 +200,9 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
                 break;
         case OPT_DIRECT_READS:
                 o->direct_reads = true;
+                break;
+        case OPT_FXP:
+                o->fxp = true;
                 break;
         case OPT_ADD_USER:
                 *add_file = optarg;
@@ -220,9 +233,12 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"login-timeout", required_argument, NULL, OPT_LOGIN},
             {"data-timeout", required_argument, NULL, OPT_DATA},
             {"max-fails", required_argument, NULL, OPT_MAX_FAILS},
+            {"max-host-fails", required_argument, NULL, OPT_MAX_HOST_FAILS},
+            {"ban-time", required_argument, NULL, OPT_BAN_TIME},
             {"run-as", required_argument, NULL, OPT_RUN_AS},
             {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
             {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
+            {"fxp", no_argument, NULL, OPT_FXP},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
@@ -236,6 +252,8 @@ static void parse_options(int argc, char **argv, struct options *o)
                               .max_sessions = 64,
                               .max_per_host = 16,
                               .max_fails = 3,
+                              .max_host_fails = 10,
+                              .ban_ms = 60000,
                               .idle_ms = 300000,
                               .login_ms = 30000,
                               .data_ms = 30000};
@@ -255,47 +273,76 @@ static void parse_options(int argc, char **argv, struct options *o)
                 errx(2, "--users FILE is required, or --anonymous for a read-only server");
 }
 
-/* Accepts until SIGTERM, one child process per session. */
-static int serve(int listen_fd, const struct options *o, const struct xftpd_config *config)
+/* Starts a session for the client on fd unless a limit refuses it (421 and closed). */
+static void start_session(int listen_fd, int fd, struct guard_sessions *table,
+                          const struct throttle *throttle, const struct xftpd_config *config)
+{
+        char refusal[96];
+        struct ds_ftp_addr peer;
+        unsigned ban_s = 0;
+        const char *why =
+            ds_ftp_addr_peer(fd, &peer) < 0 ? "421 Gone.\r\n" : guard_sessions_refuse(table, &peer);
+
+        if (!why && (ban_s = throttle_banned(throttle, &peer, ds_now_ns())) > 0) {
+                snprintf(refusal, sizeof(refusal),
+                         "421 Too many failed logins from your address; try again in %u s.\r\n",
+                         ban_s);
+                why = refusal;
+        }
+        if (why) {
+                (void)!send(fd, why, strlen(why), MSG_NOSIGNAL | MSG_DONTWAIT);
+                close(fd);
+                return;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(listen_fd);
+                close(throttle->report_fd[0]); /* sessions only write to the listener */
+                _exit(xftpd_session_run(config, fd));
+        }
+        if (pid < 0)
+                warn("fork");
+        else
+                guard_sessions_add(table, pid, &peer);
+        close(fd);
+}
+
+/* Accepts until SIGTERM, one child process per session. Returns the exit status. */
+static int serve(int listen_fd, const struct options *o, struct throttle *throttle,
+                 const struct xftpd_config *config)
 {
         struct guard_sessions table;
+        struct ds_accept_guard shortage = {0};
+        int status = 0;
 
         if (guard_sessions_init(&table, o->max_sessions, o->max_per_host) < 0)
                 errx(1, "out of memory");
-        while (!atomic_load(config->stop)) {
-                int fd = guard_accept(listen_fd, config->stop);
-                if (fd == -EINTR)
-                        break;
-                if (fd < 0) {
-                        if (fd != -EAGAIN)
-                                warnx("accept: %s", strerror(-fd));
+        while (!ds_stopping()) {
+                /* Short waits: failed logins that sessions report are counted within one. */
+                int ready = ds_poll_one(listen_fd, POLLIN, DS_STOP_SLICE_MS);
+                throttle_collect(throttle, ds_now_ns());
+                if (ready == 0)
                         continue;
+                int fd = ready < 0 ? ready : accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0 && ready > 0)
+                        fd = -errno;
+                if (fd == -EAGAIN || fd == -EWOULDBLOCK)
+                        continue; /* the client left between poll and accept */
+                if (fd < 0 && ds_accept_survive(&shortage, fd, "xftpd: accept", stderr))
+                        continue;
+                if (fd < 0) {
+                        warnx("accept: %s", strerror(-fd));
+                        status = 1;
+                        break;
                 }
+                ds_accept_ok(&shortage);
                 /* Sessions that ended while accept waited leave the table first. */
                 guard_sessions_reap(&table);
-                struct ds_ftp_addr peer;
-                const char *refusal = ds_ftp_addr_peer(fd, &peer) < 0
-                                          ? "421 Gone.\r\n"
-                                          : guard_sessions_refuse(&table, &peer);
-                if (refusal) {
-                        (void)!send(fd, refusal, strlen(refusal), MSG_NOSIGNAL | MSG_DONTWAIT);
-                        close(fd);
-                        continue;
-                }
-                pid_t pid = fork();
-                if (pid == 0) {
-                        close(listen_fd);
-                        _exit(xftpd_session_run(config, fd));
-                }
-                if (pid < 0)
-                        warn("fork");
-                else
-                        guard_sessions_add(&table, pid, &peer);
-                close(fd);
+                start_session(listen_fd, fd, &table, throttle, config);
         }
         guard_sessions_end(&table, 5000);
         fprintf(stderr, "xftpd: stopped\n");
-        return 0;
+        return status;
 }
 
 int main(int argc, char **argv)
@@ -305,6 +352,7 @@ int main(int argc, char **argv)
         struct ds_error err;
         struct ds_store *store;
         struct xftpd_users *users = NULL;
+        static struct throttle throttle; /* a few dozen KiB: not on the stack */
 
         parse_options(argc, argv, &o);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
@@ -314,6 +362,11 @@ int main(int argc, char **argv)
         int listen_fd = ds_net_listen(o.listen_addr, o.port, SOCK_STREAM, &err);
         if (listen_fd < 0)
                 errx(1, "%s", err.text);
+        if (fcntl(listen_fd, F_SETFL, O_NONBLOCK) < 0)
+                errx(1, "listening socket: %s", strerror(errno));
+        int rc = throttle_init(&throttle, o.max_host_fails, o.ban_ms);
+        if (rc < 0)
+                errx(1, "failed-login table: %s", strerror(-rc));
         char first_root[PATH_MAX];
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o.roots, ","), o.roots);
         if (guard_drop_privileges(o.run_as, first_root, o.allow_root, &err) < 0)
@@ -324,18 +377,21 @@ int main(int argc, char **argv)
             .store = store,
             .users = users,
             .anonymous = o.anonymous,
+            .fxp = o.fxp,
             .block = o.block,
             .idle_ms = o.idle_ms,
             .login_ms = o.login_ms,
             .data_ms = o.data_ms,
             .max_fails = o.max_fails,
+            .fail_report_fd = throttle.report_fd[1],
             .stop = &stop,
         };
         unsigned width = ds_store_width(store);
         fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots, width > 1 ? " (striped)" : "",
                 o.port);
-        int status = serve(listen_fd, &o, &config);
+        int status = serve(listen_fd, &o, &throttle, &config);
         close(listen_fd);
+        throttle_close(&throttle);
         ds_store_close(store);
         xftpd_users_free(users);
         return status;

@@ -1,11 +1,14 @@
 /* A session's control connection: reading lines with deadlines, login, and the commands
  * that move no data. transfer.c has the ones that do. */
 #include "session.h"
+#include "throttle.h"
 #include "users.h"
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
+#include <dragstrip/serve.h>
+#include <dragstrip/stop.h>
 
 #include "modee.h"
 
@@ -105,25 +108,20 @@ static size_t line_ready(struct session *s)
         }
 }
 
-long session_read_line(struct session *s, int timeout_ms, atomic_bool *stop)
+long session_read_line(struct session *s, uint64_t deadline_ns)
 {
-        uint64_t deadline = ds_now_ns() + (uint64_t)timeout_ms * 1000000u;
-
         for (;;) {
                 size_t len = line_ready(s);
                 if (len > 0)
                         return (long)len;
-                if (stop && atomic_load(stop))
+                if (ds_stopping())
                         return -EINTR;
-                uint64_t now = ds_now_ns();
-                if (now >= deadline)
+                int left = ds_deadline_left_ms(deadline_ns);
+                if (left == 0)
                         return -ETIMEDOUT;
-                /* Short polls, so that SIGTERM (which only sets the flag) is seen soon. */
-                uint64_t left_ms = (deadline - now) / 1000000u + 1;
-                struct pollfd pfd = {.fd = s->ctl, .events = POLLIN};
-                int n = poll(&pfd, 1, left_ms > 200 ? 200 : (int)left_ms);
-                if (n < 0 && errno != EINTR)
-                        return -errno;
+                int n = ds_poll_one(s->ctl, POLLIN, left);
+                if (n < 0 && n != -EINTR)
+                        return n;
                 if (n <= 0)
                         continue;
                 ssize_t got = recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, 0);
@@ -133,12 +131,6 @@ long session_read_line(struct session *s, int timeout_ms, atomic_bool *stop)
                         return -EPIPE;
                 s->in_used += (size_t)got;
         }
-}
-
-static void wait_ms(int ms, atomic_bool *stop)
-{
-        for (; ms > 0 && !atomic_load(stop); ms -= 100)
-                nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
 }
 
 static bool anonymous_name(const char *name)
@@ -188,8 +180,9 @@ static bool cmd_pass(struct session *s, const char *password)
         s->fails++;
         fprintf(stderr, "xftpd: %s %s failed login %u of %u\n", s->user, s->peer_text, s->fails,
                 s->config->max_fails);
+        throttle_report(s->config->fail_report_fd, &s->peer);
         /* A second's pause makes guessing slow; it ends early on SIGTERM. */
-        wait_ms(1000, s->config->stop);
+        ds_sleep_until(ds_deadline_in(1000));
         if (s->fails >= s->config->max_fails) {
                 session_reply(s, "421 Too many failed logins.");
                 return false;
@@ -613,17 +606,13 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
                 close(ctl);
                 return 1;
         }
-        uint64_t login_deadline = ds_now_ns() + (uint64_t)config->login_ms * 1000000u;
+        uint64_t login_deadline = ds_deadline_in(config->login_ms);
         bool end = session_reply(s, "220 xftpd %s ready.", DS_VERSION) < 0;
         while (!end) {
-                int timeout = config->idle_ms;
-                if (!s->logged_in) {
-                        uint64_t now = ds_now_ns();
-                        int left =
-                            now >= login_deadline ? 0 : (int)((login_deadline - now) / 1000000u);
-                        timeout = left < timeout ? left : timeout;
-                }
-                long len = session_read_line(s, timeout, config->stop);
+                uint64_t deadline = ds_deadline_in(config->idle_ms);
+                if (!s->logged_in && login_deadline < deadline)
+                        deadline = login_deadline;
+                long len = session_read_line(s, deadline);
                 if (len < 0) {
                         if (len == -ETIMEDOUT)
                                 session_reply(s, "421 %s, closing.",

@@ -23,11 +23,13 @@ struct xftpd_config {
         struct ds_store *store;
         const struct xftpd_users *users; /* NULL: anonymous only */
         bool anonymous;                  /* USER anonymous / ftp allowed, read-only */
+        bool fxp;                        /* password users may use other hosts (--fxp) */
         size_t block;                    /* bytes per buffer and MODE E block (-b) */
         int idle_ms;                     /* a control connection silent this long ends */
         int login_ms;                    /* a session must log in within this */
         int data_ms;                     /* deadline of each data connection's set-up */
         unsigned max_fails;              /* failed logins before the session ends */
+        int fail_report_fd;              /* tells the listener of each failed login */
         atomic_bool *stop;               /* SIGTERM / SIGINT */
 };
 
@@ -79,10 +81,10 @@ int session_reply(struct session *s, const char *fmt, ...) __attribute__((format
 void session_reply_errno(struct session *s, int neg_errno, const char *what);
 
 /* Reads the control connection until a complete line is in s->in (returns its length,
- * the LF included), within timeout_ms (-ETIMEDOUT), or -EPIPE when the client is gone,
- * -EINTR on stop. An over-long line is returned cut at XFTPD_LINE_MAX + 1 bytes, so the
- * parser refuses it, and its rest is skipped. */
-long session_read_line(struct session *s, int timeout_ms, atomic_bool *stop);
+ * the LF included), by deadline_ns (monotonic; then -ETIMEDOUT), or -EPIPE when the client
+ * is gone, -EINTR on SIGTERM. An over-long line is returned cut at XFTPD_LINE_MAX + 1
+ * bytes, so the parser refuses it, and its rest is skipped. */
+long session_read_line(struct session *s, uint64_t deadline_ns);
 /* Drops the first len bytes of s->in (the line just handled). */
 void session_consume(struct session *s, size_t len);
 

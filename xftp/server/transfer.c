@@ -88,6 +88,13 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
         }
 }
 
+/* Whether a data connection may come from, or go to, a host other than the client's:
+ * server-to-server copies, only when the server allows them (--fxp), never anonymous. */
+static bool third_host_ok(const struct session *s)
+{
+        return s->config->fxp && !s->anonymous;
+}
+
 void xfer_cmd_port(struct session *s, bool extended, const char *arg)
 {
         struct ds_ftp_addr addr;
@@ -105,19 +112,31 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "501 Malformed %s argument.", extended ? "EPRT" : "PORT");
                 return;
         }
-        /* FTP bounce protection: never a privileged port, and a third host only for a
-         * user who logged in with a password (server-to-server copies). */
+        /* FTP bounce protection: never a privileged port, and a third host only with --fxp
+         * for a user who logged in with a password (server-to-server copies). */
         if (ds_ftp_addr_port(&addr) < 1024) {
                 session_reply(s, "504 Refused: port below 1024.");
                 return;
         }
-        if (!ds_ftp_addr_same_host(&addr, &s->peer) && s->anonymous) {
+        if (!ds_ftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
         forget_data(s);
         s->active = addr;
         session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
+}
+
+/* One line per transfer for the connections a passive port turned away. */
+static void log_refused(struct session *s, const struct ds_data_refused *refused)
+{
+        char from[DS_FTP_ADDR_TEXT];
+
+        ds_ftp_addr_text(&refused->first, from, sizeof(from));
+        fprintf(stderr,
+                "xftpd: %s %s refused %u data connection%s from another host (first %s)%s\n",
+                s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
+                s->anonymous ? "" : "; --fxp allows them");
 }
 
 /* Opens the n data connections of the next transfer. Replies 425 and returns a negative
@@ -129,10 +148,12 @@ static int open_data(struct session *s, int *fds, unsigned n)
         int rc;
 
         if (s->pasv_fd >= 0) {
-                /* Anonymous sessions take data only from their own host; a user may have a
-                 * second server connect here (server-to-server copy). */
-                rc =
-                    ds_data_accept(s->pasv_fd, s->anonymous ? &s->peer : NULL, fds, n, &opts, &err);
+                /* A third host that races the client for the port gets nothing. */
+                struct ds_data_refused refused = {0};
+                rc = ds_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
+                                    &refused, &err);
+                if (refused.count)
+                        log_refused(s, &refused);
         } else if (s->active.len) {
                 struct ds_ftp_addr from = s->local;
                 ds_ftp_addr_set_port(&from, 0);
@@ -615,29 +636,58 @@ void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg
         free(l);
 }
 
+/* HASH's reply once the hash has ended (rc from ds_hash_file). */
+static void reply_hash(struct session *s, int rc, const char *arg, uint64_t start, uint64_t end,
+                       const char *hex, const struct ds_error *err)
+{
+        if (rc == 0) {
+                session_reply(s, "213 %s %llu-%llu %s %s", ds_hash_name(s->hash_algo),
+                              (unsigned long long)start, (unsigned long long)end, hex, arg);
+                if (atomic_load(&s->aborted))
+                        session_reply(s, "226 ABOR: the hash had ended.");
+        } else if (atomic_load(&s->xfer_stop)) { /* ABOR, the client gone, or SIGTERM */
+                reply_cut(s, rc, err->text);
+        } else {
+                session_reply(s, "451 Cannot hash %s: %s", arg, err->text);
+        }
+}
+
 void xfer_cmd_hash(struct session *s, const char *arg)
 {
         char path[DS_STORE_PATH_MAX], hex[DS_HASH_HEX_MAX];
         struct ds_store_file *file = NULL;
         struct ds_error err;
-        uint64_t end = 0;
+        struct watch w;
+        uint64_t size = 0, end = 0;
 
         int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
                 rc = ds_store_open_read(s->config->store, path, &file);
-        if (rc < 0) {
-                session_reply_errno(s, rc, arg);
-                xfer_reset(s);
-                return;
-        }
-        uint64_t start = s->range_start, stop = s->range_end ? s->range_end : UINT64_MAX;
-        rc = ds_hash_file(ds_store_xfile(file), s->hash_algo, start, stop, s->config->block,
-                          s->config->stop, hex, &end, &err);
-        ds_store_file_close(file, false);
+        struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(file) : NULL;
         if (rc == 0)
-                session_reply(s, "213 %s %llu-%llu %s %s", ds_hash_name(s->hash_algo),
-                              (unsigned long long)start, (unsigned long long)end, hex, arg);
-        else
-                session_reply(s, "451 Cannot hash %s: %s", arg, err.text);
+                rc = xfile->ops->size(xfile, &size);
+        uint64_t start = s->range_start, stop = s->range_end ? s->range_end : UINT64_MAX;
+        if (rc == -EISDIR) {
+                session_reply(s, "553 %s is a directory; HASH takes a file.", arg);
+        } else if (rc < 0) {
+                session_reply_errno(s, rc, arg);
+        } else if (start > 0 && start >= size) {
+                /* The draft's RANG: a range out of the file is refused by the command it
+                 * applies to, as an invalid restart point is. */
+                session_reply(s,
+                              "554 RANG start %llu lies at or beyond the end of %s (%llu bytes).",
+                              (unsigned long long)start, arg, (unsigned long long)size);
+        } else if (watch_start(&w, s) < 0) {
+                session_reply(s, "451 Cannot start the hash.");
+        } else {
+                /* Hashing a large file takes long: the watcher lets ABOR, a hang-up or
+                 * SIGTERM end it. */
+                rc = ds_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
+                                  hex, &end, &err);
+                watch_stop(&w);
+                reply_hash(s, rc, arg, start, end, hex, &err);
+        }
+        if (file)
+                ds_store_file_close(file, false);
         xfer_reset(s);
 }
