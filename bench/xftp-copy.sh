@@ -33,10 +33,10 @@ results=$work/results.tsv
 src=$work/local/src
 mkdir -p "$work/local" "$work/vs/root/pub" "$work/vs/empty" "$work/xs/root" "$work/ssh"
 
-# The file, the same bytes in each server's tree.
+# The file, one inode in each server's tree: every reader reads the same blocks of the disk.
 head -c $((mib << 20)) /dev/urandom >"$src"
-cp "$src" "$work/vs/root/pub/src"
-cp "$src" "$work/xs/root/src"
+ln "$src" "$work/vs/root/pub/src"
+ln "$src" "$work/xs/root/src"
 chown ftp "$work/vs/root/pub"
 chown -R nobody "$work/xs/root"
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,6 +175,8 @@ static int open_data(struct session *s, int *fds, unsigned n)
 struct watch {
         struct session *s;
         atomic_bool done;
+        int wake; /* an eventfd: watch_stop ends the watcher's poll at once, so the 226 of
+                   * every transfer waits for no slice */
         pthread_t thread;
 };
 
@@ -221,8 +224,9 @@ static void *watch_run(void *arg)
                 if (atomic_load(s->config->stop))
                         atomic_store(&s->xfer_stop, true);
                 bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
-                struct pollfd pfd = {.fd = s->ctl, .events = room ? POLLIN : 0};
-                if (poll(&pfd, 1, 100) <= 0 || !(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+                struct pollfd pfd[2] = {{.fd = s->ctl, .events = room ? POLLIN : 0},
+                                        {.fd = w->wake, .events = POLLIN}};
+                if (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         continue;
                 ssize_t got =
                     recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, MSG_DONTWAIT);
@@ -245,13 +249,21 @@ static int watch_start(struct watch *w, struct session *s)
         atomic_store(&w->done, false);
         atomic_store(&s->xfer_stop, false);
         atomic_store(&s->aborted, false);
-        return -pthread_create(&w->thread, NULL, watch_run, w);
+        w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->wake < 0)
+                return -errno;
+        int rc = pthread_create(&w->thread, NULL, watch_run, w);
+        if (rc != 0)
+                close(w->wake);
+        return -rc;
 }
 
 static void watch_stop(struct watch *w)
 {
         atomic_store(&w->done, true);
+        eventfd_write(w->wake, 1); /* were it to fail, the poll's slice ends the watcher */
         pthread_join(w->thread, NULL);
+        close(w->wake);
 }
 
 /* Replies for a transfer cut short, and for the ABOR that cut it. */
