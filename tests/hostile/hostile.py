@@ -478,12 +478,76 @@ def blast_at_echo():
     ok(f"blast sees an echo server for what it is in {took:.2f} s: {r.stderr.strip()}")
 
 
+def lying_sink(final_of):
+    """A tcp sink that takes one blast stream and answers its END with the FINAL payload
+    final_of(messages, bytes) makes of blast's own counts. Returns its port."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve():
+        c, _ = srv.accept()
+        srv.close()
+        with c:
+            c.settimeout(20)
+            read_record(c)  # the hello
+            c.sendall(frame(3, struct.pack(">IIIB", 0, 64 << 20, 16, 0)))
+            while True:
+                kind, p = read_record(c)
+                if kind == 5:
+                    c.sendall(frame(6, final_of(*struct.unpack(">QQ", p[:16]))))
+                    break
+            closed_within(c, 20)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+def final(messages, nbytes, lost=0, dup=0, reordered=0, corrupt=0):
+    return struct.pack(">8Q", messages, nbytes, lost, dup, reordered, corrupt, 0, 1000000)
+
+
+def blast_checks_final():
+    """blast holds the sink's FINAL against what it sent: counts that cannot be are a
+    protocol error it names, not figures it prints."""
+    size = 4096
+    cases = [("honest", lambda m, b: final(m, b), None),
+             ("honest, with duplicates", lambda m, b: final(m + 3, b + 3 * size, dup=3), None),
+             ("more received than sent", lambda m, b: final(m + 5, b + 5 * size),
+              "more messages received than were sent"),
+             ("more bytes than its messages hold", lambda m, b: final(m, b + 1),
+              "more bytes than its messages hold"),
+             ("2^64-1 lost", lambda m, b: final(m, b, lost=2**64 - 1),
+              "more messages lost than were sent"),
+             ("2^63 corrupt", lambda m, b: final(m, b, corrupt=2**63),
+              "reordered or corrupt than received")]
+    for what, final_of, error in cases:
+        port = lying_sink(final_of)
+        r = subprocess.run([f"{BIN}/blast", "-p", str(port), "-n", "100", "-l", str(size),
+                            "--json", "127.0.0.1"], capture_output=True, text=True, timeout=30)
+        if error is None:
+            if r.returncode != 0:
+                fail(f"blast refused a sink's {what} counts: {r.stderr.strip()}")
+            report = json.loads(r.stdout.splitlines()[-1])
+            if report["messages"] != 100 or report["sink"]["messages"] < 100:
+                fail(f"blast's report of a sink's {what} counts: {r.stdout.strip()}")
+            ok(f"blast reports a sink's {what} FINAL")
+            continue
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 1 or len(lines) != 1 or error not in lines[0] or r.stdout:
+            fail(f"blast against a sink's {what}: status {r.returncode}, stdout "
+                 f"{r.stdout.strip()!r}, stderr {r.stderr.strip()!r}")
+        ok(f"a sink's FINAL claiming {what}: no report, one line, status 1")
+    print(f"  e.g. {lines[0]}", flush=True)
+
+
 def main():
     global WORK
     WORK = tempfile.mkdtemp(prefix="ds-hostile.")
     atexit.register(shutil.rmtree, WORK, ignore_errors=True)
     atexit.register(lambda: [p.kill() for p in running if p.poll() is None])
     blast_at_echo()
+    blast_checks_final()
     tcp = Sink("tcp", "--max-peers", "2000", nofile=1024)
     normal_blast(tcp, "start")
     duplicate_runs(tcp)
