@@ -139,11 +139,11 @@ _Noreturn static void bench_interrupted(struct bench *b, const char *label)
                 ds_json_str(&json, "during", label);
                 ds_json_end(&json);
         } else {
-                printf("stripe bench: interrupted by signal %d during %s\n",
-                       atomic_load(&cmd_signal), label);
+                printf("stripe bench: interrupted by signal %d during %s\n", ds_stop_signal(),
+                       label);
         }
         ds_live_close(b->live);
-        exit(cmd_interrupted_status());
+        exit(ds_stop_status());
 }
 
 static void bench_one(struct bench *b, const char *const *dirs, unsigned ndirs,

@@ -183,10 +183,9 @@ int cmd_verify(const struct stripe_cmd *cmd)
                 ds_json_end(&json);
         }
         if (interrupted && !cmd->json)
-                printf("%s: interrupted by signal %d, not verified\n", name,
-                       atomic_load(&cmd_signal));
+                printf("%s: interrupted by signal %d, not verified\n", name, ds_stop_signal());
         if (interrupted)
-                return cmd_interrupted_status();
+                return ds_stop_status();
         if (rc != 0)
                 errx(1, "verify: %s", err.text);
         if (!cmd->json)

@@ -101,14 +101,14 @@ static int transfer_finish(struct transfer *t, const char *verb)
         ds_report_print(&t->report, &result, transfer_extra, t);
         if (interrupted && !t->cmd->json)
                 fprintf(t->report.config.out ? t->report.config.out : stdout,
-                        "interrupted by signal %d: %s %s did not complete\n",
-                        atomic_load(&cmd_signal), verb, t->name);
+                        "interrupted by signal %d: %s %s did not complete\n", ds_stop_signal(),
+                        verb, t->name);
         if (ds_stripe_close(t->stripe, &e) != 0 && !interrupted)
                 errx(1, "%s %s: %s", verb, t->name, e.text);
         ds_pool_destroy(t->pool);
         close_live_at_exit();
         free(t->dirs);
-        return interrupted ? cmd_interrupted_status() : 0;
+        return interrupted ? ds_stop_status() : 0;
 }
 
 /* A transfer that failed, or that a signal stopped: what was left undone is undone. */
@@ -190,7 +190,7 @@ int cmd_put(const struct stripe_cmd *cmd)
         } else {
                 t.fd = open_maybe_direct(cmd->args[0], O_RDONLY, !cmd->no_direct, &t.fd_direct);
                 if (t.fd < 0 && cmd_interrupted)
-                        errx(cmd_interrupted_status(), "put: interrupted opening %s", cmd->args[0]);
+                        errx(ds_stop_status(), "put: interrupted opening %s", cmd->args[0]);
                 if (t.fd < 0)
                         err(1, "put: %s", cmd->args[0]);
         }

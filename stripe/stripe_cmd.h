@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <dragstrip/live.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/stripe.h>
 
 struct stripe_cmd {
@@ -44,12 +45,10 @@ struct ds_stripe_options cmd_options(const struct stripe_cmd *cmd);
 unsigned cmd_flags(const struct stripe_cmd *cmd);
 /* Says once per process, on stderr, that O_DIRECT was refused and where. */
 void cmd_note_buffered(const struct ds_stripe *stripe, const char *const *dirs);
-/* Set by the first SIGINT/SIGTERM so a run can stop, report and clean up; cmd_signal is
- * that signal. A second one ends the process at once (exit 128 + signal). */
+/* Set by the first SIGINT/SIGTERM (lib's one stop, stop.h) so a run can stop, report and
+ * clean up; ds_stop_signal() names the signal and ds_stop_status() is the exit status (130,
+ * 143). A second one ends the process at once. */
 extern atomic_bool cmd_interrupted;
-extern atomic_int cmd_signal;
-/* The exit status of a run the first signal stopped: 130 for SIGINT, 143 for SIGTERM. */
-int cmd_interrupted_status(void);
 
 /* A progress line on stderr, drawn only when stderr is a terminal. */
 struct progress {

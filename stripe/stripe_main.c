@@ -2,11 +2,9 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
@@ -17,38 +15,6 @@
 #include "stripe_cmd.h"
 
 atomic_bool cmd_interrupted;
-atomic_int cmd_signal;
-static char live_path[64]; /* this process's live-counter segment, for a second signal */
-
-/* The first SIGINT/SIGTERM asks the run to stop, report and clean up; a second one means
- * now: the segment goes (unlink is async-signal-safe) and the process with it. What a put
- * had written stays under temporary names, which the next put or fsck removes. */
-static void on_signal(int sig)
-{
-        int none = 0;
-
-        if (!atomic_compare_exchange_strong(&cmd_signal, &none, sig)) {
-                unlink(live_path);
-                _exit(128 + sig);
-        }
-        atomic_store(&cmd_interrupted, true);
-}
-
-static void catch_signals(void)
-{
-        struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: waits end */
-
-        snprintf(live_path, sizeof(live_path), "/dev/shm/dragstrip.%d", (int)getpid());
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
-                err(1, "sigaction");
-        signal(SIGPIPE, SIG_IGN);
-}
-
-int cmd_interrupted_status(void)
-{
-        return 128 + atomic_load(&cmd_signal);
-}
 
 static void usage(FILE *out)
 {
@@ -192,7 +158,7 @@ int main(int argc, char **argv)
                 errx(2, "%s: wrong number of arguments (see stripe --help)", sub->name);
         }
         check_crc_choice();
-        catch_signals();
+        ds_cli_catch_stop(&cmd_interrupted);
         return sub->run(&cmd);
 }
 

@@ -169,7 +169,7 @@ unsigned ds_link_rx_buffers(uint32_t msg_size)
         return (unsigned)n;
 }
 
-uint64_t ds_link_rx_bytes(uint32_t msg_size)
+uint64_t ds_link_rx_bytes(const struct ds_link *link, uint32_t msg_size)
 {
-        return (uint64_t)ds_link_rx_buffers(msg_size) * msg_size;
+        return (uint64_t)ds_link_rx_buffers(msg_size) * msg_size + link->rx_fixed;
 }

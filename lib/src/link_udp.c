@@ -23,6 +23,7 @@
 #define UDP_PAYLOAD_MAX 65507u
 #define SLOT_BYTES      65536u
 #define RX_SLOTS        64
+#define HELLO_SLOTS     2 /* before a hello is admitted: the held hello and one more */
 #define TX_SLOTS        8 /* a sender only receives control frames */
 #define BATCH           32
 #define SOCK_BYTES      (8 << 20)
@@ -218,10 +219,13 @@ static int udp_accept(struct ds_link_listener *listener, struct ds_link **out, i
         int fd = open_peer_socket(l, &peer, peer_len, err);
         if (fd < 0)
                 return fd;
+        /* Anyone may send a hello, so a peer not yet admitted holds a few slots; the data's
+         * come in prepare(), once the server's budget has taken them (rx_fixed). */
         struct udp_link *u;
-        int rc = udp_new(&u, fd, RX_SLOTS, err);
+        int rc = udp_new(&u, fd, HELLO_SLOTS, err);
         if (rc < 0)
                 return rc;
+        u->base.rx_fixed = (uint64_t)RX_SLOTS * SLOT_BYTES;
         u->dg.session = h.session;
         u->listener = l;
         u->peer = peer;
@@ -246,13 +250,34 @@ static void udp_unlisten(struct ds_link_listener *listener)
         free(l);
 }
 
+/* A receiver admitted: its few handshake slots give way to RX_SLOTS for the data. The
+ * handshake has given every slot back (the session releases the hello before admitting
+ * it) but a datagram held for later, which moves. */
+static int grow_slots(struct udp_link *u, struct ds_error *err)
+{
+        struct ds_pool *slots;
+        int rc = ds_pool_create(&slots, SLOT_BYTES, RX_SLOTS, 0, err);
+        if (rc < 0)
+                return rc;
+        if (u->held) {
+                uint8_t *moved = ds_pool_get(slots);
+                memcpy(moved, u->held, u->held_len);
+                u->held = moved;
+        }
+        ds_pool_destroy(u->slots);
+        u->slots = slots;
+        return 0;
+}
+
 static int udp_prepare(struct ds_link *link, const struct ds_link_params *params,
                        struct ds_link_offer *mine, struct ds_error *err)
 {
         struct udp_link *u = (struct udp_link *)link;
         if (params->send_pool)
                 return 0;
-        int rc = ds_dgram_prepare(&u->dg, params->msg_size, err);
+        int rc = u->base.rx_fixed ? grow_slots(u, err) : 0;
+        if (rc == 0)
+                rc = ds_dgram_prepare(&u->dg, params->msg_size, err);
         if (rc < 0)
                 return rc;
         /* What the socket buffer really holds (net.core.rmem_max may cap it), in messages.

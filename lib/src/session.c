@@ -3,6 +3,7 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
@@ -240,6 +241,37 @@ int64_t ds_session_credit(struct ds_session *s, uint64_t sent, bool wait, struct
         return room(s, sent);
 }
 
+/* The receiver's final counts against the sent messages of msg_size bytes that this side
+ * sent: each arrives once or is lost, and may come again (dup). Counts beyond that come
+ * from a broken sink or from something else, and are not figures to print. */
+static int check_final(const struct ds_session *s, uint64_t sent, struct ds_error *err)
+{
+        const struct ds_wire_final *f = &s->final;
+        uint64_t dup = f->faults[DS_FAULT_DUP], lost = f->faults[DS_FAULT_LOST];
+        uint64_t size = s->hello.msg_size;
+        const char *wrong = NULL;
+        if (dup > f->messages || f->messages - dup > sent)
+                wrong = "more messages received than were sent";
+        else if (lost > sent - (f->messages - dup))
+                wrong = "more messages lost than were sent and not received";
+        else if (f->faults[DS_FAULT_REORDERED] > f->messages ||
+                 f->faults[DS_FAULT_CORRUPT] > f->messages)
+                wrong = "more messages reordered or corrupt than received";
+        else if (size && f->messages > UINT64_MAX / size)
+                wrong = "more messages than 64-bit bytes can count";
+        else if (size && f->bytes > f->messages * size)
+                wrong = "more bytes than its messages hold";
+        if (!wrong)
+                return 0;
+        return ds_fail(err, 0,
+                       "sink %s answered END with impossible counts, %s: %llu messages (%llu "
+                       "dup, %llu lost), %llu bytes, of %llu sent of %u bytes",
+                       s->link->peer, wrong, (unsigned long long)f->messages,
+                       (unsigned long long)dup, (unsigned long long)lost,
+                       (unsigned long long)f->bytes, (unsigned long long)sent, s->hello.msg_size),
+               -EPROTO;
+}
+
 int ds_session_close(struct ds_session *s, uint64_t messages, uint64_t bytes,
                      struct ds_wire_final *final, struct ds_error *err)
 {
@@ -263,7 +295,7 @@ int ds_session_close(struct ds_session *s, uint64_t messages, uint64_t bytes,
                                        s->link->peer);
         }
         *final = s->final;
-        return 0;
+        return check_final(s, messages, err);
 }
 
 static uint32_t check_hello(struct ds_session *s, ds_session_admit_fn admit, void *ctx)

@@ -140,7 +140,7 @@ static uint32_t admit(struct ds_session *s, void *ctx)
         if (h->msg_size > s->ack.max_msg)
                 return DS_ACK_TOO_BIG;
         /* What the link allocates once it is prepared, and the --verify reference. */
-        uint64_t need = ds_link_rx_bytes(h->msg_size) +
+        uint64_t need = ds_link_rx_bytes(s->link, h->msg_size) +
                         ((h->flags & DS_HELLO_VERIFY) ? (uint64_t)h->msg_size : 0);
         if (!ds_budget_take(&k->budget, need))
                 return DS_ACK_NO_MEMORY;

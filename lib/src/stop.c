@@ -51,9 +51,14 @@ bool ds_stopping(void)
         return atomic_load_explicit(&stopping, memory_order_relaxed);
 }
 
+int ds_stop_signal(void)
+{
+        return atomic_load(&stop_signo);
+}
+
 int ds_stop_status(void)
 {
-        int signo = atomic_load(&stop_signo);
+        int signo = ds_stop_signal();
         return signo > 0 ? 128 + signo : 0;
 }
 

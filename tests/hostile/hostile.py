@@ -26,6 +26,10 @@ BIN = os.environ["DS_BIN"]
 MAX_MEM = 576 << 20
 running = []  # sinks to end, however the script ends
 BIG_LINKS = 4
+# udp: each admitted peer holds 64 datagram slots of 64 KiB, and 1 KiB messages 64 KiB more
+UDP_SLOT_BYTES = 4 << 20
+UDP_SMALL_MEM = 16 << 20
+UDP_SMALL_PEERS = 24
 checks = 0
 
 
@@ -283,28 +287,61 @@ def memory_requests(sink):
     return hwm
 
 
-def udp_memory(sink):
-    socks, statuses = [], []
-    for _ in range(24):
+def udp_hellos(sink, msg_size, count):
+    """count udp peers each say hello for msg_size messages: their (socket, session)
+    pairs and the statuses answered (None: no answer in 3 s)."""
+    peers, statuses = [], []
+    for _ in range(count):
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.connect(("127.0.0.1", sink.port))
         u.settimeout(3)
         session = random.getrandbits(31) + 1
-        u.send(frame(2, hello(32 << 20, random.getrandbits(63))[32:], session=session))
+        u.send(frame(2, hello(msg_size, random.getrandbits(63))[32:], session=session))
         try:
-            p = u.recv(200)
-            statuses.append(ack_status(p[32:])[0])
+            statuses.append(ack_status(u.recv(200)[32:])[0])
         except (socket.timeout, TimeoutError):
             statuses.append(None)
-        socks.append(u)
+        peers.append((u, session))
+    return peers, statuses
+
+
+def udp_memory(sink):
+    peers, statuses = udp_hellos(sink, 32 << 20, 24)
     hwm = sink.hwm_bytes()
-    for u in socks:
+    for u, _ in peers:
         u.close()
     if statuses.count(0) > BIG_LINKS:
         fail(f"udp hellos took more than the budget: {statuses}")
     ok(f"24 udp hellos for 32 MiB messages stay in the budget: {statuses.count(0)} taken, "
        f"peak RSS {hwm >> 20} MiB")
     return hwm
+
+
+def udp_slots(sink):
+    """Each admitted udp peer holds 4 MiB of datagram slots whatever its message size:
+    small hellos must be refused once those slots would pass --max-mem, not only at
+    --max-peers."""
+    before = len(sink.reports())
+    peers, statuses = udp_hellos(sink, 1024, UDP_SMALL_PEERS)
+    hwm = sink.hwm_bytes()
+    taken = statuses.count(0)
+    # the admitted end their runs (END of nothing), which gives their slots back
+    for (u, session), status in zip(peers, statuses):
+        if status == 0:
+            u.send(frame(5, end(0, 0)[32:], session=session))
+    wait_until(lambda: len(sink.reports()) >= before + taken, 10, "the admitted udp runs' reports")
+    for u, _ in peers:
+        u.close()
+    if taken == 0 or taken * (UDP_SLOT_BYTES + 64 * 1024) > UDP_SMALL_MEM:
+        fail(f"udp peers' datagram slots were not kept within --max-mem: {statuses}")
+    if statuses.count(5) != UDP_SMALL_PEERS - taken:
+        fail(f"udp hellos beyond --max-mem not refused for want of memory (5): {statuses}")
+    if hwm > UDP_SMALL_MEM + (64 << 20):
+        fail(f"sink's peak RSS {hwm >> 20} MiB is well past its budget of "
+             f"{UDP_SMALL_MEM >> 20} MiB")
+    ok(f"{UDP_SMALL_PEERS} udp hellos for 1 KiB messages: {taken} taken within "
+       f"--max-mem {UDP_SMALL_MEM >> 20}M (4 MiB of slots each), the rest refused (no memory); "
+       f"peak RSS {hwm >> 20} MiB")
 
 
 def trickle(sink):
@@ -441,12 +478,76 @@ def blast_at_echo():
     ok(f"blast sees an echo server for what it is in {took:.2f} s: {r.stderr.strip()}")
 
 
+def lying_sink(final_of):
+    """A tcp sink that takes one blast stream and answers its END with the FINAL payload
+    final_of(messages, bytes) makes of blast's own counts. Returns its port."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve():
+        c, _ = srv.accept()
+        srv.close()
+        with c:
+            c.settimeout(20)
+            read_record(c)  # the hello
+            c.sendall(frame(3, struct.pack(">IIIB", 0, 64 << 20, 16, 0)))
+            while True:
+                kind, p = read_record(c)
+                if kind == 5:
+                    c.sendall(frame(6, final_of(*struct.unpack(">QQ", p[:16]))))
+                    break
+            closed_within(c, 20)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+def final(messages, nbytes, lost=0, dup=0, reordered=0, corrupt=0):
+    return struct.pack(">8Q", messages, nbytes, lost, dup, reordered, corrupt, 0, 1000000)
+
+
+def blast_checks_final():
+    """blast holds the sink's FINAL against what it sent: counts that cannot be are a
+    protocol error it names, not figures it prints."""
+    size = 4096
+    cases = [("honest", lambda m, b: final(m, b), None),
+             ("honest, with duplicates", lambda m, b: final(m + 3, b + 3 * size, dup=3), None),
+             ("more received than sent", lambda m, b: final(m + 5, b + 5 * size),
+              "more messages received than were sent"),
+             ("more bytes than its messages hold", lambda m, b: final(m, b + 1),
+              "more bytes than its messages hold"),
+             ("2^64-1 lost", lambda m, b: final(m, b, lost=2**64 - 1),
+              "more messages lost than were sent"),
+             ("2^63 corrupt", lambda m, b: final(m, b, corrupt=2**63),
+              "reordered or corrupt than received")]
+    for what, final_of, error in cases:
+        port = lying_sink(final_of)
+        r = subprocess.run([f"{BIN}/blast", "-p", str(port), "-n", "100", "-l", str(size),
+                            "--json", "127.0.0.1"], capture_output=True, text=True, timeout=30)
+        if error is None:
+            if r.returncode != 0:
+                fail(f"blast refused a sink's {what} counts: {r.stderr.strip()}")
+            report = json.loads(r.stdout.splitlines()[-1])
+            if report["messages"] != 100 or report["sink"]["messages"] < 100:
+                fail(f"blast's report of a sink's {what} counts: {r.stdout.strip()}")
+            ok(f"blast reports a sink's {what} FINAL")
+            continue
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 1 or len(lines) != 1 or error not in lines[0] or r.stdout:
+            fail(f"blast against a sink's {what}: status {r.returncode}, stdout "
+                 f"{r.stdout.strip()!r}, stderr {r.stderr.strip()!r}")
+        ok(f"a sink's FINAL claiming {what}: no report, one line, status 1")
+    print(f"  e.g. {lines[0]}", flush=True)
+
+
 def main():
     global WORK
     WORK = tempfile.mkdtemp(prefix="ds-hostile.")
     atexit.register(shutil.rmtree, WORK, ignore_errors=True)
     atexit.register(lambda: [p.kill() for p in running if p.poll() is None])
     blast_at_echo()
+    blast_checks_final()
     tcp = Sink("tcp", "--max-peers", "2000", nofile=1024)
     normal_blast(tcp, "start")
     duplicate_runs(tcp)
@@ -469,6 +570,10 @@ def main():
     hwm = max(hwm, udp_memory(udp))
     normal_blast(udp, "udp memory requests")
     udp.stop()
+    small = Sink("udp", "--idle", "30", "--max-mem", str(UDP_SMALL_MEM))
+    udp_slots(small)
+    normal_blast(small, "udp peers past the budget by their datagram slots")
+    small.stop()
     if hwm > MAX_MEM * 3 // 2 + (128 << 20):
         fail(f"sink's peak RSS {hwm >> 20} MiB is well past its budget of {MAX_MEM >> 20} MiB")
     print(f"PASS hostile: {checks} checks (peak sink RSS {hwm >> 20} MiB, budget "

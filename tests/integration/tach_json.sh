@@ -117,3 +117,86 @@ tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe
 	([.streams[] | select(.kind == "disk") | .bytes] | length == 3 and add == 50331648)' \
 	>/dev/null || fail "stripe's disks do not add up: $(tail -1 "$work/stripe-looks.json" | jq -c '.sessions')"
 pass "stripe put: three disks, 48 MiB between them, as tach saw it end; tach -i stops on SIGINT"
+
+# xftp and xftpd publish a slot per data connection: `xftp get -P 4` from an xftpd, the
+# loopback slowed so tach looks several times while it runs.
+mkdir -p "$work/xs"
+echo secret | "$DS_BIN/xftpd" --add-user "$work/users" bob >/dev/null
+run_as=()
+if [ "$(id -u)" = 0 ]; then
+	chown nobody "$work/xs"
+	run_as=(--run-as nobody)
+fi
+xfile_size=$((24 * 1048576 + 5))
+head -c $xfile_size /dev/urandom >"$work/xs/x.bin"
+start_xftpd() { # PORT [options...]: sets xs_pid
+	local port=$1
+	shift
+	"$DS_BIN/xftpd" -p "$port" --listen 127.0.0.1 --root "$work/xs" --users "$work/users" \
+		"${run_as[@]}" "$@" 2>>"$work/xftpd.log" &
+	xs_pid=$!
+	wait_listening "$port"
+}
+start_xftpd 16722
+tc qdisc add dev lo root tbf rate 100mbit burst 256kb latency 100ms
+"$tach" -i 0.1 --json >"$work/xftp-looks.json" 2>"$work/tach.err" &
+tach_pid=$!
+"$DS_BIN/xftp" -q --json -P 4 -b 1M get ftp://bob:secret@127.0.0.1:16722/x.bin "$work/x.get" \
+	>"$work/xftp.json" &
+xftp_pid=$!
+wait "$xftp_pid" || fail "xftp get -P 4 failed: $(cat "$work/xftp.json")"
+for _ in $(seq 50); do
+	tail -1 "$work/xftp-looks.json" | jq -e --arg pid "$xftp_pid" '.sessions[$pid].state == "ended"' \
+		>/dev/null 2>&1 && break
+	sleep 0.1
+done
+kill -INT "$tach_pid"
+wait "$tach_pid" || fail "tach -i did not end cleanly on SIGINT"
+cmp -s "$work/xs/x.bin" "$work/x.get" || fail "xftp get -P 4 brought other bytes"
+# While it ran: four stream slots, their sum within a block a stream of the session's
+# (the totals and the slots are not read at one instant); [bytes, slots, sum, active].
+running=$(jq -c --arg pid "$xftp_pid" '.sessions[$pid] | select(.state == "running" and .bytes > 0) |
+	[.bytes, ([.streams[] | select(.kind == "stream")] | length, (map(.bytes) | add),
+	 map(select(.ended | not)) | length)]' "$work/xftp-looks.json")
+moving=$(echo "$running" | jq -s 'map(select(.[3] == 4)) | length')
+[ "$moving" -ge 3 ] ||
+	fail "tach saw xftp's 4 streams moving data in fewer than 3 looks: $running"
+echo "$running" | jq -e 'select(.[1] != 4 or (.[0] - .[2] | fabs) > 4 * 1048576)' >/dev/null &&
+	fail "a look at the running xftp without 4 slots adding up to its bytes: $running"
+pass "xftp get -P 4 running: 4 stream slots adding up to the session, moving in $moving looks"
+# At the end, exactly: the client's four slots and the server session's add up to the file.
+last=$(tail -1 "$work/xftp-looks.json")
+for who in "xftp:.pid == $xftp_pid" 'xftpd:.tool == "xftpd"'; do
+	echo "$last" | jq -e --argjson size $xfile_size "[.sessions[] | select(${who#*:})] | length == 1 and
+		(.[0] | .bytes == \$size and ([.streams[] | select(.kind == \"stream\")] |
+		length == 4 and (map(.bytes) | add) == \$size))" >/dev/null ||
+		fail "${who%%:*}'s last look does not have 4 streams adding up to $xfile_size bytes: $(echo "$last" | jq -c .sessions)"
+done
+pass "ended: xftp's and xftpd's 4 stream slots add up to the $xfile_size bytes of the file"
+kill "$xs_pid"
+wait "$xs_pid" 2>/dev/null || true
+
+left=$(find /dev/shm -maxdepth 1 -name 'dragstrip.*')
+[ -z "$left" ] || fail "segments left behind after xftp and xftpd ended: $left"
+pass "xftp and xftpd removed their segments at exit"
+
+# --no-stats on both: mid-transfer, no segment in /dev/shm, and the report as ever.
+start_xftpd 16723 --no-stats
+"$DS_BIN/xftp" --no-stats -q --json -P 2 -b 1M get ftp://bob:secret@127.0.0.1:16723/x.bin \
+	"$work/y.get" >"$work/xftp.json" &
+xftp_pid=$!
+for _ in $(seq 100); do
+	[ "$(stat -c %s "$work/.y.get.xftp-part" 2>/dev/null || echo 0)" -gt 0 ] && break
+	sleep 0.05
+done
+[ -s "$work/.y.get.xftp-part" ] || fail "xftp --no-stats: no data arrived in 5 s"
+segments=$(find /dev/shm -maxdepth 1 -name 'dragstrip.*')
+[ -z "$segments" ] || fail "xftp and xftpd --no-stats published: $segments"
+wait "$xftp_pid" || fail "xftp --no-stats get failed: $(cat "$work/xftp.json")"
+jq -e --argjson size $xfile_size '.bytes == $size' "$work/xftp.json" >/dev/null ||
+	fail "xftp --no-stats did not report the file: $(cat "$work/xftp.json")"
+cmp -s "$work/xs/x.bin" "$work/y.get" || fail "xftp --no-stats get brought other bytes"
+pass "xftp and xftpd --no-stats: no /dev/shm segment mid-transfer, the report as ever"
+tc qdisc del dev lo root
+kill "$xs_pid"
+wait "$xs_pid" 2>/dev/null || true

@@ -103,9 +103,11 @@ static void test_a_signal_ends_long_waits_and_sets_the_status(void **state)
         ds_stop_catch(&flag);
         assert_false(ds_stopping());
         assert_int_equal(ds_stop_status(), 0);
+        assert_int_equal(ds_stop_signal(), 0);
         assert_int_equal(raise(SIGTERM), 0);
         assert_true(ds_stopping());
         assert_true(atomic_load(&flag));
+        assert_int_equal(ds_stop_signal(), SIGTERM);
         assert_int_equal(ds_stop_status(), 143);
 
         int fds[2];

@@ -38,6 +38,7 @@ static void usage(FILE *out)
                      "      --netrc FILE   credentials file (default ~/.netrc)\n"
                      "      --timeout SEC  deadline for replies and stalled data (default 30)\n"
                      "      --no-sendfile  send from pool buffers even where sendfile serves\n"
+                     "      --no-stats     publish no live counters for tach\n"
                      "  -h, --help         this text\n"
                      "      --version      the version\n");
 }
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
         struct ds_live *live = NULL;
         struct job_totals totals = {0};
 
+        argc = ds_live_take_option(argc, argv);
         parse_cli(argc, argv, &cli, &stop);
         ds_cli_catch_stop(&stop);
         if (ds_live_open(&live, "xftp", cli.op, "tcp", NULL, &err) < 0) {

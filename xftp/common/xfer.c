@@ -18,6 +18,7 @@
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
+#include <dragstrip/net.h>
 #include <dragstrip/pool.h>
 
 #include "modee.h"
@@ -48,6 +49,7 @@ struct pipeline {
         size_t block;
         struct ds_pool *pool;
         struct ds_live_segment *live;
+        struct ds_live_slot *slots[DS_MODEE_MAX_STREAMS]; /* one per connection, or NULL */
 
         pthread_mutex_t lock;
         pthread_cond_t changed;
@@ -111,11 +113,17 @@ static bool failed(struct pipeline *pl)
         return f;
 }
 
-static void progress(struct pipeline *pl, size_t bytes)
+static void progress(struct pipeline *pl)
 {
         atomic_store_explicit(&pl->last_progress_ns, ds_now_ns(), memory_order_relaxed);
-        if (pl->live && bytes)
-                ds_live_add(pl->live, 1, bytes);
+}
+
+/* Counts one buffer or block that connection `index` moved, in the session's totals and
+ * in the connection's slot: relaxed atomic adds, once per block of megabytes. */
+static void count(struct pipeline *pl, unsigned index, size_t bytes)
+{
+        if (pl->live)
+                ds_live_stream_add(pl->live, pl->slots[index], 1, bytes);
 }
 
 /* After a slice passed with nothing moved: 0 to keep waiting, or why to give up. */
@@ -231,7 +239,7 @@ static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, str
                                 return rc;
                         continue;
                 }
-                progress(pl, 0);
+                progress(pl);
                 size_t left = (size_t)sent;
                 while (msg.msg_iovlen > 0 && left >= msg.msg_iov->iov_len) {
                         left -= msg.msg_iov->iov_len;
@@ -257,7 +265,7 @@ static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eo
                 ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_WAITALL);
                 if (n > 0) {
                         done += (size_t)n;
-                        progress(pl, 0);
+                        progress(pl);
                         continue;
                 }
                 if (n == 0) {
@@ -312,7 +320,7 @@ static void *send_thread(void *arg)
                 if (!piece.end) {
                         give_free(pl, piece.buf);
                         if (rc == 0)
-                                progress(pl, piece.len);
+                                count(pl, t->index, piece.len);
                 }
                 if (rc < 0 || piece.end)
                         break;
@@ -323,9 +331,11 @@ static void *send_thread(void *arg)
 }
 
 /* MODE E: one block's payload, read in pieces of at most a buffer each. */
-static int recv_payload(struct pipeline *pl, int fd, const struct ds_modee_block *block,
+static int recv_payload(const struct net_thread *t, const struct ds_modee_block *block,
                         struct ds_error *err)
 {
+        struct pipeline *pl = t->pl;
+        int fd = pl->socks[t->index];
         uint64_t done = 0;
 
         while (done < block->count) {
@@ -337,9 +347,11 @@ static int recv_payload(struct pipeline *pl, int fd, const struct ds_modee_block
                     block->count - done < pl->block ? (size_t)(block->count - done) : pl->block;
                 size_t got;
                 rc = recv_full(pl, fd, buf, len, false, &got, err);
-                if (rc == 0)
+                if (rc == 0) {
+                        count(pl, t->index, len);
                         rc = push_piece(pl, &pl->to_disk,
                                         (struct piece){buf, len, block->offset + done, false}, err);
+                }
                 if (rc < 0) {
                         give_free(pl, buf);
                         return rc;
@@ -349,8 +361,10 @@ static int recv_payload(struct pipeline *pl, int fd, const struct ds_modee_block
         return 0;
 }
 
-static int recv_blocks(struct pipeline *pl, int fd, struct ds_error *err)
+static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 {
+        struct pipeline *pl = t->pl;
+        int fd = pl->socks[t->index];
         uint64_t limit = pl->opts->limit;
 
         for (;;) {
@@ -372,7 +386,7 @@ static int recv_blocks(struct pipeline *pl, int fd, struct ds_error *err)
                                        (unsigned long long)block.count, (unsigned long long)limit),
                                rc;
                 if (!(block.desc & DS_MODEE_EOF) && block.count > 0) {
-                        rc = recv_payload(pl, fd, &block, err);
+                        rc = recv_payload(t, &block, err);
                         if (rc < 0)
                                 return rc;
                 }
@@ -388,8 +402,10 @@ static int recv_blocks(struct pipeline *pl, int fd, struct ds_error *err)
         }
 }
 
-static int recv_stream(struct pipeline *pl, int fd, struct ds_error *err)
+static int recv_stream(const struct net_thread *t, struct ds_error *err)
 {
+        struct pipeline *pl = t->pl;
+        int fd = pl->socks[t->index];
         uint64_t offset = pl->opts->offset;
         uint64_t end =
             pl->opts->length > UINT64_MAX - offset ? UINT64_MAX : offset + pl->opts->length;
@@ -410,9 +426,11 @@ static int recv_stream(struct pipeline *pl, int fd, struct ds_error *err)
                                 (unsigned long long)end);
                         rc = -EFBIG;
                 }
-                if (rc == 0 && got > 0)
+                if (rc == 0 && got > 0) {
+                        count(pl, t->index, got);
                         rc = push_piece(pl, &pl->to_disk, (struct piece){buf, got, offset, false},
                                         err);
+                }
                 if (rc < 0 || got == 0) {
                         give_free(pl, buf);
                         return rc;
@@ -428,9 +446,8 @@ static void *recv_thread(void *arg)
         struct net_thread *t = arg;
         struct pipeline *pl = t->pl;
         struct ds_error err = {{0}};
-        int fd = pl->socks[t->index];
 
-        int rc = pl->mode == DS_XFER_BLOCKS ? recv_blocks(pl, fd, &err) : recv_stream(pl, fd, &err);
+        int rc = pl->mode == DS_XFER_BLOCKS ? recv_blocks(t, &err) : recv_stream(t, &err);
         pthread_mutex_lock(&pl->lock);
         if (rc < 0 && rc != -ECANCELED)
                 fail_locked(pl, rc, &err);
@@ -450,8 +467,25 @@ static int set_slices(int fd)
         return 0;
 }
 
+/* Claims a live-counter slot for each data connection, named after its peer: once per
+ * transfer, so the getpeername() is no concern. A segment with no slot free (or private,
+ * --no-stats) leaves the connection counted in the totals only. */
+static void open_slots(struct pipeline *pl)
+{
+        for (unsigned i = 0; pl->live && i < pl->n; i++) {
+                struct sockaddr_storage addr;
+                socklen_t len = sizeof(addr);
+                char name[64] = ""; /* the slot keeps what fits */
+                if (getpeername(pl->socks[i], (struct sockaddr *)&addr, &len) == 0)
+                        ds_net_format((struct sockaddr *)&addr, len, name, sizeof(name));
+                pl->slots[i] = ds_live_slot_open(pl->live, DS_SLOT_STREAM, i, name);
+        }
+}
+
 static void pipeline_free(struct pipeline *pl)
 {
+        for (unsigned i = 0; i < pl->n; i++)
+                ds_live_slot_close(pl->slots[i]);
         for (unsigned i = 0; i < DS_MODEE_MAX_STREAMS; i++)
                 free(pl->to_net[i].items);
         free(pl->to_disk.items);
@@ -506,6 +540,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         }
         for (unsigned i = 0; i < depth; i++)
                 pl->free_bufs[pl->free_count++] = ds_pool_buf(pl->pool, i);
+        open_slots(pl);
         atomic_store(&pl->last_progress_ns, ds_now_ns());
         return 0;
 }
@@ -603,7 +638,8 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
                                 return rc;
                         continue;
                 }
-                progress(pl, (size_t)sent);
+                progress(pl);
+                count(pl, 0, (size_t)sent);
                 result->bytes += (uint64_t)sent;
                 result->blocks++;
                 left -= (uint64_t)sent;
@@ -699,7 +735,7 @@ static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_re
                 give_free(pl, piece.buf);
                 if (rc < 0)
                         return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
-                progress(pl, piece.len);
+                progress(pl);
                 result->bytes += piece.len;
                 result->blocks++;
                 uint64_t before = result->prefix_end;

@@ -87,7 +87,9 @@ struct ds_xfer_opts {
                             * -ETIMEDOUT; 0: no deadline */
         unsigned flags;    /* enum ds_xfer_flags */
         atomic_bool *stop; /* may be NULL; when set the transfer ends with -EINTR */
-        struct ds_live_segment *live; /* may be NULL; bytes and blocks are added as they move */
+        struct ds_live_segment *live; /* may be NULL; bytes and blocks are added as the network
+                                       * moves them, to the totals and to a slot per data
+                                       * connection (named after its peer) */
         /* Receiving, may be NULL: called from the disk thread each time the contiguous range
          * written from offset grows, with its new end, so a caller can record how far a
          * MODE E file is whole (the resume point) before the transfer ends. */

@@ -8,6 +8,7 @@
 #include <dragstrip/cli.h>
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/serve.h>
 #include <dragstrip/size.h>
@@ -53,6 +54,7 @@ static void usage(void)
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
+            "  --no-stats             publish no live counters for tach\n"
             "  -h, --help             this text;  --version  the version\n");
 }
 
@@ -354,6 +356,7 @@ int main(int argc, char **argv)
         struct xftpd_users *users = NULL;
         static struct throttle throttle; /* a few dozen KiB: not on the stack */
 
+        argc = ds_live_take_option(argc, argv);
         parse_options(argc, argv, &o);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
                 errx(1, "%s", err.text);

@@ -142,6 +142,9 @@ struct ds_link {
         uint32_t max_msg; /* largest data message this link can carry */
         char peer[64];    /* who is at the other end, for reports */
         struct ds_link_stats stats;
+        /* Receive buffers prepare() allocates whatever the message size (udp's datagram
+         * slots), counted by ds_link_rx_bytes; 0 for most backends. */
+        uint64_t rx_fixed;
 };
 
 struct ds_link_listener {
@@ -239,9 +242,9 @@ int ds_link_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int ti
 void ds_link_release(struct ds_link *link, const struct ds_msg *msgs, unsigned n);
 void ds_link_close(struct ds_link *link);
 
-/* The bytes of receive buffers a link takes for messages of msg_size once a hello asks
- * for them (what a server's memory budget must allow). */
-uint64_t ds_link_rx_bytes(uint32_t msg_size);
+/* The bytes of receive buffers link takes for messages of msg_size once a hello asks for
+ * them (what a server's memory budget must allow): the messages' and its rx_fixed. */
+uint64_t ds_link_rx_bytes(const struct ds_link *link, uint32_t msg_size);
 
 /* All malformed frames this link has rejected, summed over reasons. */
 uint64_t ds_link_malformed(const struct ds_link *link);

@@ -56,7 +56,8 @@ int64_t ds_session_credit(struct ds_session *session, uint64_t sent, bool wait,
                           struct ds_error *err);
 
 /* Sender: says what was sent and waits for the receiver's counts (after a stop, for at
- * most a second). Returns 0 with final filled, -ETIMEDOUT, or a negative errno. */
+ * most a second). Returns 0 with final filled, -ETIMEDOUT, -EPROTO when the counts claim
+ * more than was sent (more messages, losses or bytes), or a negative errno. */
 int ds_session_close(struct ds_session *session, uint64_t messages, uint64_t bytes,
                      struct ds_wire_final *final, struct ds_error *err);
 

@@ -29,6 +29,9 @@ void ds_stop_request(int signo);
 /* True once a stop was requested. One relaxed load: cheap enough for any loop. */
 bool ds_stopping(void);
 
+/* The signal that asked for the stop (SIGINT or SIGTERM), or 0 when none did. */
+int ds_stop_signal(void);
+
 /* The exit status a shell expects of a process stopped by the signal that stopped this
  * one (130 for SIGINT, 143 for SIGTERM), or 0 when no signal did. */
 int ds_stop_status(void);
