@@ -13,15 +13,21 @@ seconds=${2:-2}
 port=${DS_BENCH_PORT:-15311}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
+# sink and blast each on a core of their own where there are two: whether the scheduler
+# put them on one core or two moved a run by up to 30%, far more than what is measured.
+pin_sink=() pin_blast=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	pin_sink=(taskset -c 1) pin_blast=(taskset -c 0)
+fi
 # run NAME [--no-stats]: a fresh sink for each run, so the two kinds differ in nothing
 # but publishing (not in which long-lived process received them).
 run() {
 	local name=$1
 	shift
-	"$bin/sink" -p "$port" --once "$@" >/dev/null 2>"$work/sink.err" &
+	"${pin_sink[@]}" "$bin/sink" -p "$port" --once "$@" >/dev/null 2>"$work/sink.err" &
 	local sink_pid=$!
 	bench_wait_listening "$port"
-	"$bin/blast" -p "$port" -l 1M -w "$seconds" --json "$@" 127.0.0.1 >"$work/blast.json" ||
+	"${pin_blast[@]}" "$bin/blast" -p "$port" -l 1M -w "$seconds" --json "$@" 127.0.0.1 >"$work/blast.json" ||
 		{ echo "bench: blast $* failed" >&2; exit 1; }
 	wait "$sink_pid" || { echo "bench: sink $* failed: $(cat "$work/sink.err")" >&2; exit 1; }
 	# receive rate, and blast's CPU seconds per GB (less swayed by a busy machine)
@@ -40,7 +46,7 @@ for ((r = 1; r <= runs; r++)); do
 done
 read -r stats stats_lo stats_hi < <(bench_median "$work/results.tsv" stats)
 read -r nostats nostats_lo nostats_hi < <(bench_median "$work/results.tsv" nostats)
-printf 'blast/sink tcp loopback, -l 1M, %s runs of %s s each, alternating (receive side)\n' "$runs" "$seconds"
+printf 'blast/sink tcp loopback, -l 1M, %s runs of %s s each, alternating (receive side)%s\n' "$runs" "$seconds" "${pin_sink[*]:+, sink and blast pinned to cores 1 and 0}"
 printf '%-12s %8s MB/s  (%s-%s)\n' --no-stats "$nostats" "$nostats_lo" "$nostats_hi"
 printf '%-12s %8s MB/s  (%s-%s)\n' published "$stats" "$stats_lo" "$stats_hi"
 read -r cpu_stats cpu_stats_lo cpu_stats_hi < <(bench_median "$work/results.tsv" stats 3)

@@ -495,9 +495,11 @@ static void pipeline_free(struct pipeline *pl)
         pthread_mutex_destroy(&pl->lock);
 }
 
+/* With buffers false (sendfile moves the data) no pool is made: a session would map and
+ * touch depth x block bytes (16 MiB by default) for nothing. */
 static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
                          const int *socks, unsigned n, const struct ds_xfer_opts *opts,
-                         struct ds_error *err)
+                         bool buffers, struct ds_error *err)
 {
         unsigned depth = opts->depth ? opts->depth : DEFAULT_DEPTH;
 
@@ -520,7 +522,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         }
         pthread_mutex_init(&pl->lock, NULL);
         pthread_cond_init(&pl->changed, NULL);
-        int rc = ds_pool_create(&pl->pool, pl->block, depth, 0, err);
+        int rc = buffers ? ds_pool_create(&pl->pool, pl->block, depth, 0, err) : 0;
         if (rc < 0) {
                 pipeline_free(pl);
                 return rc;
@@ -538,7 +540,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                 pipeline_free(pl);
                 return ds_fail(err, -ENOMEM, "pipeline queues");
         }
-        for (unsigned i = 0; i < depth; i++)
+        for (unsigned i = 0; buffers && i < depth; i++)
                 pl->free_bufs[pl->free_count++] = ds_pool_buf(pl->pool, i);
         open_slots(pl);
         atomic_store(&pl->last_progress_ns, ds_now_ns());
@@ -663,10 +665,11 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         uint64_t start_ns = ds_now_ns();
 
         *result = (struct ds_xfer_result){0};
-        int rc = pipeline_init(&pl, file, mode, socks, n, opts, err);
+        bool by_sendfile = use_sendfile(file, mode, opts);
+        int rc = pipeline_init(&pl, file, mode, socks, n, opts, !by_sendfile, err);
         if (rc < 0)
                 return rc;
-        if (use_sendfile(file, mode, opts)) {
+        if (by_sendfile) {
                 rc = send_by_sendfile(&pl, result, err);
         } else {
                 rc = start_threads(&pl, threads, send_thread, &started, err);
@@ -762,7 +765,7 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         struct islands *is = calloc(1, sizeof(*is));
         if (!is)
                 return ds_fail(err, -ENOMEM, "receive ranges");
-        int rc = pipeline_init(&pl, file, mode, socks, n, opts, err);
+        int rc = pipeline_init(&pl, file, mode, socks, n, opts, true, err);
         if (rc < 0) {
                 free(is);
                 return rc;
