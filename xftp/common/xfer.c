@@ -141,6 +141,15 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
         return 0;
 }
 
+/* After a socket call failed: a slice timed out or a signal came (EAGAIN, EINTR), so 0 to
+ * try again unless check_wait says to give up; any other errno fails as what. */
+static int retry_or_fail(struct pipeline *pl, const char *what, struct ds_error *err)
+{
+        if (errno != EAGAIN && errno != EINTR)
+                return ds_fail(err, -errno, "%s", what);
+        return check_wait(pl, err);
+}
+
 /* Waits on the condition variable for one slice (so stop and idle are looked at). */
 static int wait_locked(struct pipeline *pl, struct ds_error *err)
 {
@@ -232,9 +241,7 @@ static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, str
         while (msg.msg_iovlen > 0) {
                 ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
                 if (sent < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
-                                return ds_fail(err, -errno, "data send");
-                        int rc = check_wait(pl, err);
+                        int rc = retry_or_fail(pl, "data send", err);
                         if (rc < 0)
                                 return rc;
                         continue;
@@ -274,9 +281,7 @@ static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eo
                                 return 0;
                         return ds_fail(err, 0, "data connection closed early"), -EPIPE;
                 }
-                if (errno != EAGAIN && errno != EINTR)
-                        return ds_fail(err, -errno, "data receive");
-                int rc = check_wait(pl, err);
+                int rc = retry_or_fail(pl, "data receive", err);
                 if (rc < 0)
                         return rc;
         }
@@ -633,9 +638,7 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
                 if (sent == 0)
                         break; /* the end of the file */
                 if (sent < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
-                                return ds_fail(err, -errno, "sendfile");
-                        int rc = check_wait(pl, err);
+                        int rc = retry_or_fail(pl, "sendfile", err);
                         if (rc < 0)
                                 return rc;
                         continue;
