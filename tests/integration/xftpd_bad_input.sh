@@ -141,6 +141,56 @@ wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM"
 grep -q "xftpd: stopped" "$work/xftpd.log" || fail "no 'stopped' line"
 pass "SIGTERM ends xftpd with status 0"
 
+# A client that pipelines commands and never reads a reply: its session still ends at the
+# login deadline, and SIGTERM still ends xftpd within 2 s while such a session is open.
+start_xftpd 16424 --users "$work/u3" --login-timeout 2
+python3 - "$xftpd_pid" <<'PY' || fail "a client that never reads held its session or a stop"
+import os, signal, socket, sys, time
+pid = int(sys.argv[1])
+children = '/proc/%d/task/%d/children' % (pid, pid)
+def flood():
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.connect(('127.0.0.1', 16424))
+    c.setblocking(False)
+    line = b'FEAT\r\n' * 512
+    deadline = time.time() + 10
+    while time.time() < deadline:  # until neither side's buffers take more
+        try:
+            c.send(line)
+        except BlockingIOError:
+            time.sleep(0.2)
+            try:
+                c.send(line)
+            except BlockingIOError:
+                return c
+    raise AssertionError('the control connection never filled')
+def running(p):
+    try:
+        return open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+def sessions():  # session processes still running (an ended one waits to be reaped)
+    return [p for p in open(children).read().split() if running(p)]
+held = flood()
+t = time.time()
+while sessions() and time.time() - t < 15:
+    time.sleep(0.1)
+assert not sessions(), 'a non-reading session outlived --login-timeout 2 by 15 s'
+print('ok a non-reading session ends at its login deadline, in %.1f s' % (time.time() - t))
+held.close()
+held = flood()
+t = time.time()
+os.kill(pid, signal.SIGTERM)
+while running(pid) and time.time() - t < 10:
+    time.sleep(0.02)
+took = time.time() - t
+assert took < 2, 'SIGTERM took %.2f s with a non-reading session open' % took
+print('ok SIGTERM ends xftpd in %.2f s beside a non-reading session' % took)
+PY
+wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM beside a non-reading client"
+pass "a client that never reads replies holds neither its session nor a SIGTERM"
+
 # The example users file of docs/ loads, and its users log in with the passwords it names.
 "$xftpd" -p 16422 --root "$work/root" --users "$DS_SRC/docs/xftpd.users.example" "${run_as[@]}" \
 	2>>"$work/xftpd.log" &

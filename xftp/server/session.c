@@ -26,6 +26,14 @@
 
 #define REPLY_MAX 2400 /* a reply line: its code, a path of XFTPD_LINE_MAX and words */
 
+/* How long one reply may wait for a client that does not read: within the login
+ * deadline until the login, then the idle time. */
+static int reply_ms(const struct session *s)
+{
+        return s->logged_in || s->config->login_ms > s->config->idle_ms ? s->config->idle_ms
+                                                                        : s->config->login_ms;
+}
+
 int session_reply(struct session *s, const char *fmt, ...)
 {
         char line[REPLY_MAX + 2];
@@ -40,15 +48,26 @@ int session_reply(struct session *s, const char *fmt, ...)
                 n = REPLY_MAX - 1;
         line[n++] = '\r';
         line[n++] = '\n';
-        /* The socket's send timeout (SO_SNDTIMEO) bounds a client that never reads, and
-         * SIGTERM (no SA_RESTART) interrupts the wait. */
+        /* A client that cannot be written to is gone: no later reply waits on it again. */
+        if (atomic_load(&s->ctl_gone))
+                return -EPIPE;
+        /* Non-blocking sends and a poll that a stop ends: a client that never reads
+         * holds a reply for reply_ms at most, and no reply waits once stopping. */
+        uint64_t deadline = ds_deadline_in(reply_ms(s));
         for (int done = 0; done < n;) {
-                ssize_t sent = send(s->ctl, line + done, (size_t)(n - done), MSG_NOSIGNAL);
-                if (sent < 0 && errno == EINTR && !atomic_load(s->config->stop))
+                ssize_t sent =
+                    send(s->ctl, line + done, (size_t)(n - done), MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (sent > 0) {
+                        done += (int)sent;
                         continue;
-                if (sent <= 0)
+                }
+                int left = ds_deadline_left_ms(deadline);
+                bool may_wait =
+                    sent < 0 && (errno == EAGAIN || errno == EINTR) && left > 0 && !ds_stopping();
+                if (!may_wait || ds_poll_one(s->ctl, POLLOUT, left) < 0) {
+                        atomic_store(&s->ctl_gone, true);
                         return -EPIPE;
-                done += (int)sent;
+                }
         }
         return 0;
 }
@@ -111,14 +130,16 @@ static size_t line_ready(struct session *s)
 long session_read_line(struct session *s, uint64_t deadline_ns)
 {
         for (;;) {
-                size_t len = line_ready(s);
-                if (len > 0)
-                        return (long)len;
+                /* Before any line already buffered: a client that pipelines commands
+                 * faster than it reads replies must not outlast a stop or its deadline. */
                 if (ds_stopping())
                         return -EINTR;
                 int left = ds_deadline_left_ms(deadline_ns);
                 if (left == 0)
                         return -ETIMEDOUT;
+                size_t len = line_ready(s);
+                if (len > 0)
+                        return (long)len;
                 int n = ds_poll_one(s->ctl, POLLIN, left);
                 if (n < 0 && n != -EINTR)
                         return n;
@@ -581,9 +602,6 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         unmap_v4(&s->local);
         unmap_v4(&s->peer);
         ds_ftp_addr_text(&s->peer, s->peer_text, sizeof(s->peer_text));
-        /* A client that stops reading replies cannot hold the session forever. */
-        struct timeval tv = {.tv_sec = config->idle_ms / 1000 + 1};
-        setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         /* Telnet's Synch (IAC DM, sent urgent before ABOR) stays in the stream, where the
          * parser drops it. */
         int on = 1;
@@ -608,7 +626,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
         }
         uint64_t login_deadline = ds_deadline_in(config->login_ms);
         bool end = session_reply(s, "220 xftpd %s ready.", DS_VERSION) < 0;
-        while (!end) {
+        while (!end && !atomic_load(&s->ctl_gone)) {
                 uint64_t deadline = ds_deadline_in(config->idle_ms);
                 if (!s->logged_in && login_deadline < deadline)
                         deadline = login_deadline;

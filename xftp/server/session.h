@@ -70,7 +70,7 @@ struct session {
 
         atomic_bool xfer_stop; /* ends the transfer in flight: ABOR, hang-up, SIGTERM */
         atomic_bool aborted;   /* ABOR came during the transfer */
-        atomic_bool ctl_gone;  /* the client closed the control connection */
+        atomic_bool ctl_gone;  /* the client closed the control connection, or stopped reading it */
         struct ds_live *live;
 };
 
