@@ -2,7 +2,6 @@
 #include <dragstrip/cli.h>
 
 #include <dragstrip/clock.h>
-#include <dragstrip/link.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
@@ -10,7 +9,6 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
-#include <string.h>
 
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
 {
@@ -59,16 +57,6 @@ _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_resul
         if (getopt_result == ':')
                 errx(2, "%s needs a value (try '%s --help')", name, tool);
         errx(2, "unknown option '%s' (try '%s --help')", name, tool);
-}
-
-const struct ds_link_ops *ds_cli_link(const char *name, const char *iface)
-{
-        const struct ds_link_ops *link = ds_link_find(name);
-        if (!link)
-                errx(2, "-x: '%s' is not a link this build knows (%s)", name, ds_link_names());
-        if (strcmp(name, "raw") == 0 && !iface)
-                errx(2, "-x raw needs -d IFACE");
-        return link;
 }
 
 void ds_cli_catch_stop(atomic_bool *stop)
