@@ -1,6 +1,8 @@
 /* The transfer pipeline over loopback TCP: MODE S (sendfile and pool buffers) and MODE E
  * over several connections give identical bytes; ranges resume; a receiver refuses blocks
- * it was not told of, sees a sender that vanishes, and stops on its flag or deadline. */
+ * it was not told of, sees a sender that vanishes, and stops on its flag or deadline; a
+ * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
+ * that fails among them is reported with every piece waited for. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,9 +29,86 @@
 
 #define FILE_SIZE ((3u << 20) + 12345u) /* not a multiple of any block */
 
+/* A file whose start_io only notes the piece and whose finish_io does it, through the
+ * plain file beneath: the pipeline's window made visible. */
+#define DEFERRED_MAX 16u
+struct deferred {
+        struct ds_xfile xfile;
+        struct ds_xfile *plain;
+        struct {
+                bool write;
+                void *buf;
+                size_t len;
+                uint64_t offset;
+        } pieces[DEFERRED_MAX];
+        unsigned started, finished, most_in_flight;
+        unsigned fail_write; /* the nth write (from 1) fails with ENOSPC; 0: none */
+        unsigned writes;
+};
+
+static int deferred_start(struct ds_xfile *xfile, bool write, void *buf, size_t len,
+                          uint64_t offset)
+{
+        struct deferred *d = xfile->impl;
+        unsigned ticket = d->started % DEFERRED_MAX;
+
+        assert_true(d->started - d->finished < DEFERRED_MAX);
+        d->pieces[ticket].write = write;
+        d->pieces[ticket].buf = buf;
+        d->pieces[ticket].len = len;
+        d->pieces[ticket].offset = offset;
+        d->started++;
+        if (d->started - d->finished > d->most_in_flight)
+                d->most_in_flight = d->started - d->finished;
+        return (int)ticket;
+}
+
+static ssize_t deferred_finish(struct ds_xfile *xfile, int ticket)
+{
+        struct deferred *d = xfile->impl;
+
+        assert_int_equal(ticket, d->finished % DEFERRED_MAX); /* in the order started */
+        d->finished++;
+        if (!d->pieces[ticket].write)
+                return d->plain->ops->read_at(d->plain, d->pieces[ticket].buf,
+                                              d->pieces[ticket].len, d->pieces[ticket].offset);
+        if (++d->writes == d->fail_write)
+                return -ENOSPC;
+        return d->plain->ops->write_at(d->plain, d->pieces[ticket].buf, d->pieces[ticket].len,
+                                       d->pieces[ticket].offset);
+}
+
+static ssize_t deferred_read_at(struct ds_xfile *xfile, void *buf, size_t len, uint64_t offset)
+{
+        struct deferred *d = xfile->impl;
+        return d->plain->ops->read_at(d->plain, buf, len, offset);
+}
+
+static int deferred_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+{
+        struct deferred *d = xfile->impl;
+        return d->plain->ops->write_at(d->plain, buf, len, offset);
+}
+
+static const struct ds_xfile_ops deferred_ops = {.read_at = deferred_read_at,
+                                                 .write_at = deferred_write_at,
+                                                 .start_io = deferred_start,
+                                                 .finish_io = deferred_finish};
+
+/* The file the pipeline is given: plain itself, or d wrapped around it. */
+static struct ds_xfile *maybe_deferred(struct deferred *d, struct ds_xfile *plain)
+{
+        if (!d)
+                return plain;
+        d->plain = plain;
+        d->xfile = (struct ds_xfile){.ops = &deferred_ops, .impl = d, .fd = -1, .direct_fd = -1};
+        return &d->xfile;
+}
+
 struct fixture {
         char dir[64], src[96], dst[96];
         uint8_t *data;
+        struct deferred *sent, *received; /* NULL: plain files */
 };
 
 static int setup(void **state)
@@ -90,6 +169,7 @@ struct sender {
         unsigned n;
         struct ds_xfer_opts opts;
         struct ds_xfer_result result;
+        struct deferred *deferred;
         int rc;
 };
 
@@ -101,7 +181,8 @@ static void *send_main(void *arg)
         int fd = open(s->path, O_RDONLY);
         s->rc = fd < 0 ? -errno : ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err);
         if (s->rc == 0) {
-                s->rc = ds_xfer_send(&file, s->mode, s->fds, s->n, &s->opts, &s->result, &err);
+                s->rc = ds_xfer_send(maybe_deferred(s->deferred, &file), s->mode, s->fds, s->n,
+                                     &s->opts, &s->result, &err);
                 ds_xfile_plain_close(&file);
         }
         if (fd >= 0)
@@ -130,7 +211,12 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result)
 {
         int send_fds[DS_MODEE_MAX_STREAMS], recv_fds[DS_MODEE_MAX_STREAMS];
-        struct sender s = {.path = fx->src, .mode = mode, .fds = send_fds, .n = n, .opts = *opts};
+        struct sender s = {.path = fx->src,
+                           .mode = mode,
+                           .fds = send_fds,
+                           .n = n,
+                           .opts = *opts,
+                           .deferred = fx->sent};
         struct ds_xfile file;
         struct ds_error err = {{0}};
 
@@ -139,7 +225,8 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
         assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
-        int rc = ds_xfer_recv(&file, mode, recv_fds, n, opts, result, &err);
+        int rc = ds_xfer_recv(maybe_deferred(fx->received, &file), mode, recv_fds, n, opts, result,
+                              &err);
         ds_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
         ds_data_close(recv_fds, n);
@@ -216,6 +303,46 @@ static void test_stream_longer_than_announced_is_refused(void **state)
 
         assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), -EFBIG);
         assert_true(result.bytes <= 100000);
+}
+
+static void test_two_pieces_in_flight_give_identical_bytes(void **state)
+{
+        struct fixture *fx = *state;
+        struct deferred sent = {0}, received = {0};
+        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct ds_xfer_result result;
+
+        fx->sent = &sent;
+        fx->received = &received;
+        for (enum ds_xfer_mode mode = DS_XFER_STREAM; mode <= DS_XFER_BLOCKS; mode++) {
+                sent = (struct deferred){0};
+                received = (struct deferred){0};
+                assert_int_equal(copy(fx, mode, mode == DS_XFER_STREAM ? 1 : 3, &opts, &result), 0);
+                assert_int_equal(result.bytes, FILE_SIZE);
+                assert_int_equal(result.prefix_end, FILE_SIZE);
+                check_dst(fx, 0, FILE_SIZE);
+                assert_int_equal(sent.most_in_flight, 2);
+                assert_true(received.most_in_flight >= 1 && received.most_in_flight <= 2);
+                assert_int_equal(sent.started, sent.finished);
+                assert_int_equal(received.started, received.finished);
+                assert_int_equal(unlink(fx->dst), 0);
+        }
+        fx->sent = fx->received = NULL;
+}
+
+static void test_a_failed_write_in_flight_is_reported_and_waited_for(void **state)
+{
+        struct fixture *fx = *state;
+        struct deferred received = {.fail_write = 5};
+        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct ds_xfer_result result;
+
+        fx->received = &received;
+        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 2, &opts, &result), -ENOSPC);
+        fx->received = NULL;
+        assert_int_equal(received.started, received.finished);
+        /* The prefix covers the four pieces written before the failure, no more. */
+        assert_true(result.prefix_end <= 4u * (64u << 10));
 }
 
 /* A hand-made sender: writes raw bytes on one connection, then closes it. */
@@ -353,6 +480,10 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(
                 test_sender_gone_before_eod_is_epipe_with_the_whole_prefix, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_two_pieces_in_flight_give_identical_bytes, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(
+                test_a_failed_write_in_flight_is_reported_and_waited_for, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stop_flag_ends_a_silent_receive, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hash_of_a_range_matches_memory, setup, teardown),
         };

@@ -298,8 +298,33 @@ static int sx_sync(struct ds_xfile *xfile)
         return ds_stripe_fsync(stripe_of(xfile), NULL);
 }
 
-static const struct ds_xfile_ops stripe_xfile_ops = {
-    .read_at = sx_read_at, .write_at = sx_write_at, .size = sx_size, .sync = sx_sync};
+/* The engine's own submits: the pipeline keeps two in flight, so each member's worker has
+ * the next piece queued while the one before is checksummed and handed on. The size grows
+ * at the start, as the engine's does; a write that then fails fails the upload, which a
+ * striped store never keeps. */
+static int sx_start_io(struct ds_xfile *xfile, bool write, void *buf, size_t len, uint64_t offset)
+{
+        struct stripe_file *file = xfile->impl;
+        int ticket = write ? ds_stripe_submit_write(file->stripe, buf, len, offset, NULL)
+                           : ds_stripe_submit_read(file->stripe, buf, len, offset, NULL);
+        if (ticket >= 0 && write && offset + len > file->size)
+                file->size = offset + len;
+        return ticket;
+}
+
+static ssize_t sx_finish_io(struct ds_xfile *xfile, int ticket)
+{
+        size_t done = 0;
+        int rc = ds_stripe_wait(stripe_of(xfile), ticket, &done, NULL);
+        return rc < 0 ? rc : (ssize_t)done;
+}
+
+static const struct ds_xfile_ops stripe_xfile_ops = {.read_at = sx_read_at,
+                                                     .write_at = sx_write_at,
+                                                     .size = sx_size,
+                                                     .sync = sx_sync,
+                                                     .start_io = sx_start_io,
+                                                     .finish_io = sx_finish_io};
 
 /* Opens (create false) or creates the striped file path, its directories kept open
  * with it. */

@@ -26,6 +26,9 @@
 #define SLICE_MS      100
 #define DEFAULT_DEPTH 4u
 #define ISLANDS_MAX   1024u /* MODE E: written ranges not yet joined to the prefix */
+/* Pieces the disk side keeps in flight on a file with start_io: two keep every member of
+ * a striped file queued while the piece before is checked and handed on. */
+#define AHEAD 2u
 
 struct piece {
         void *buf;
@@ -85,6 +88,14 @@ static struct piece queue_pop(struct queue *q)
         q->count--;
         return piece;
 }
+
+/* The disk side's pieces in flight, oldest first. */
+struct flight {
+        struct piece pieces[AHEAD];
+        int tickets[AHEAD];
+        ssize_t results[AHEAD]; /* files without start_io: done at start */
+        unsigned head, count, cap;
+};
 
 /* Records the first failure and wakes everyone; returns rc. Called with the lock held. */
 static int fail_locked(struct pipeline *pl, int rc, const struct ds_error *err)
@@ -186,6 +197,18 @@ static void *take_free(struct pipeline *pl, struct ds_error *err, int *rc)
         return buf;
 }
 
+/* A free buffer if one is there now, else NULL. */
+static void *try_take_free(struct pipeline *pl)
+{
+        void *buf = NULL;
+
+        pthread_mutex_lock(&pl->lock);
+        if (pl->free_count > 0 && pl->failed == 0)
+                buf = pl->free_bufs[--pl->free_count];
+        pthread_mutex_unlock(&pl->lock);
+        return buf;
+}
+
 static void give_free(struct pipeline *pl, void *buf)
 {
         pthread_mutex_lock(&pl->lock);
@@ -231,6 +254,20 @@ static int pop_piece(struct pipeline *pl, struct queue *q, bool until_done, stru
         pthread_cond_broadcast(&pl->changed);
         pthread_mutex_unlock(&pl->lock);
         return rc;
+}
+
+/* Pops a piece if one is queued now (even after a failure, as pop_piece until_done):
+ * true when it did. */
+static bool try_pop_piece(struct pipeline *pl, struct queue *q, struct piece *piece)
+{
+        pthread_mutex_lock(&pl->lock);
+        bool got = q->count > 0;
+        if (got) {
+                *piece = queue_pop(q);
+                pthread_cond_broadcast(&pl->changed);
+        }
+        pthread_mutex_unlock(&pl->lock);
+        return got;
 }
 
 /* Sends every byte of iov[0..cnt-1]. */
@@ -580,41 +617,117 @@ static int finish(struct pipeline *pl, struct net_thread *threads, unsigned star
         return rc;
 }
 
+static void flight_init(struct pipeline *pl, struct flight *f)
+{
+        *f = (struct flight){.cap = pl->file->ops->start_io ? AHEAD : 1};
+}
+
+/* Starts piece's read or write: by start_io where the file has it, else done at once and
+ * its result kept for flight_finish. Returns 0 or a negative errno. */
+static int flight_start(struct pipeline *pl, struct flight *f, bool write, struct piece piece)
+{
+        const struct ds_xfile_ops *ops = pl->file->ops;
+        unsigned at = (f->head + f->count) % AHEAD;
+
+        if (ops->start_io) {
+                int ticket = ops->start_io(pl->file, write, piece.buf, piece.len, piece.offset);
+                if (ticket < 0)
+                        return ticket;
+                f->tickets[at] = ticket;
+        } else {
+                f->results[at] = write ? ops->write_at(pl->file, piece.buf, piece.len, piece.offset)
+                                       : ops->read_at(pl->file, piece.buf, piece.len, piece.offset);
+        }
+        f->pieces[at] = piece;
+        f->count++;
+        return 0;
+}
+
+/* Finishes the oldest piece in flight: fills piece, returns what read_at or write_at would
+ * have. */
+static ssize_t flight_finish(struct pipeline *pl, struct flight *f, struct piece *piece)
+{
+        unsigned at = f->head;
+        ssize_t result = pl->file->ops->start_io
+                             ? pl->file->ops->finish_io(pl->file, f->tickets[at])
+                             : f->results[at];
+
+        *piece = f->pieces[at];
+        f->head = (f->head + 1) % AHEAD;
+        f->count--;
+        return result;
+}
+
+/* After a failure: waits out what is still in flight, so no buffer is in a disk's hands
+ * when the pool goes. */
+static void flight_drain(struct pipeline *pl, struct flight *f)
+{
+        while (f->count > 0) {
+                struct piece piece;
+                flight_finish(pl, f, &piece);
+                give_free(pl, piece.buf);
+        }
+}
+
+/* Starts reads of the range while the window has room and buffers are free (waiting for a
+ * buffer only when nothing is in flight). Returns 0 or a negative errno. */
+static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint64_t *left,
+                       struct ds_error *err)
+{
+        while (*left > 0 && f->count < f->cap) {
+                int rc = 0;
+                void *buf = f->count == 0 ? take_free(pl, err, &rc) : try_take_free(pl);
+                if (!buf)
+                        return rc;
+                size_t want = *left < pl->block ? (size_t)*left : pl->block;
+                rc = flight_start(pl, f, false, (struct piece){buf, want, *at, false});
+                if (rc < 0) {
+                        give_free(pl, buf);
+                        return ds_fail(err, rc, "read at %llu", (unsigned long long)*at);
+                }
+                *at += want;
+                *left -= want;
+        }
+        return 0;
+}
+
 /* The disk side of sending: reads the range into buffers, deals them to the connections in
  * turn, then an end marker to each. */
 static int read_side(struct pipeline *pl, struct ds_xfer_result *result, struct ds_error *err)
 {
         uint64_t at = pl->opts->offset, left = pl->opts->length;
         unsigned next = 0;
+        struct flight f;
         int rc = 0;
 
-        while (left > 0) {
-                void *buf = take_free(pl, err, &rc);
-                if (!buf)
-                        return rc;
-                size_t want = left < pl->block ? (size_t)left : pl->block;
-                ssize_t got = pl->file->ops->read_at(pl->file, buf, want, at);
+        flight_init(pl, &f);
+        for (;;) {
+                rc = start_reads(pl, &f, &at, &left, err);
+                if (rc < 0 || f.count == 0)
+                        break;
+                struct piece piece;
+                ssize_t got = flight_finish(pl, &f, &piece);
                 if (got <= 0) {
-                        give_free(pl, buf);
+                        give_free(pl, piece.buf);
                         if (got < 0)
-                                return ds_fail(err, (int)got, "read at %llu",
-                                               (unsigned long long)at);
+                                rc = ds_fail(err, (int)got, "read at %llu",
+                                             (unsigned long long)piece.offset);
                         break;
                 }
-                rc = push_piece(pl, &pl->to_net[next], (struct piece){buf, (size_t)got, at, false},
-                                err);
+                bool short_read = (size_t)got < piece.len;
+                piece.len = (size_t)got;
+                rc = push_piece(pl, &pl->to_net[next], piece, err);
                 if (rc < 0) {
-                        give_free(pl, buf);
-                        return rc;
+                        give_free(pl, piece.buf);
+                        break;
                 }
                 next = (next + 1) % pl->n;
-                at += (uint64_t)got;
-                left -= (uint64_t)got;
                 result->bytes += (uint64_t)got;
                 result->blocks++;
-                if ((size_t)got < want)
-                        break;
+                if (short_read)
+                        break; /* the end of the file: what is in flight read past it */
         }
+        flight_drain(pl, &f);
         for (unsigned i = 0; i < pl->n && rc == 0; i++)
                 rc = push_piece(pl, &pl->to_net[i], (struct piece){.end = true}, err);
         return rc;
@@ -722,37 +835,65 @@ static int islands_add(struct islands *is, uint64_t *prefix, uint64_t start, uin
         return 0;
 }
 
-/* The disk side of receiving: writes each piece at its offset until every network thread
- * is done. */
-static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_result *result,
-                      struct ds_error *err)
+/* Counts a piece written and advances the prefix. Returns 0 or a negative errno. */
+static int written(struct pipeline *pl, struct islands *is, const struct piece *piece,
+                   struct ds_xfer_result *result, struct ds_error *err)
 {
         const struct ds_xfer_opts *o = pl->opts;
 
-        result->prefix_end = o->offset;
+        progress(pl);
+        result->bytes += piece->len;
+        result->blocks++;
+        uint64_t before = result->prefix_end;
+        if (islands_add(is, &result->prefix_end, piece->offset, piece->offset + piece->len) < 0)
+                return ds_fail(err, 0, "blocks scattered over more than %u ranges", ISLANDS_MAX),
+                       -EPROTO;
+        if (result->prefix_end != before && o->on_prefix)
+                o->on_prefix(result->prefix_end, o->prefix_ctx);
+        return 0;
+}
+
+/* The disk side of receiving: writes each piece at its offset until every network thread
+ * is done, keeping up to the window's pieces in flight while more are queued. */
+static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_result *result,
+                      struct ds_error *err)
+{
+        struct flight f;
+        int rc = 0;
+
+        result->prefix_end = pl->opts->offset;
+        flight_init(pl, &f);
         for (;;) {
                 struct piece piece = {0};
-                int rc = pop_piece(pl, &pl->to_disk, true, &piece, err);
-                if (rc == -ENODATA)
-                        return 0;
-                if (rc < 0)
-                        return rc;
-                rc = pl->file->ops->write_at(pl->file, piece.buf, piece.len, piece.offset);
+                /* Block for the network only when no write is in flight. */
+                bool got = f.count > 0 ? try_pop_piece(pl, &pl->to_disk, &piece)
+                                       : (rc = pop_piece(pl, &pl->to_disk, true, &piece, err)) == 0;
+                if (f.count == 0 && !got)
+                        return rc == -ENODATA ? 0 : rc;
+                if (got) {
+                        rc = flight_start(pl, &f, true, piece);
+                        if (rc < 0) {
+                                give_free(pl, piece.buf);
+                                rc = ds_fail(err, rc, "write at %llu",
+                                             (unsigned long long)piece.offset);
+                                break;
+                        }
+                        if (f.count < f.cap)
+                                continue;
+                }
+                ssize_t wrc = flight_finish(pl, &f, &piece);
                 give_free(pl, piece.buf);
+                if (wrc < 0) {
+                        rc = ds_fail(err, (int)wrc, "write at %llu",
+                                     (unsigned long long)piece.offset);
+                        break;
+                }
+                rc = written(pl, is, &piece, result, err);
                 if (rc < 0)
-                        return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
-                progress(pl);
-                result->bytes += piece.len;
-                result->blocks++;
-                uint64_t before = result->prefix_end;
-                if (islands_add(is, &result->prefix_end, piece.offset, piece.offset + piece.len) <
-                    0)
-                        return ds_fail(err, 0, "blocks scattered over more than %u ranges",
-                                       ISLANDS_MAX),
-                               -EPROTO;
-                if (result->prefix_end != before && o->on_prefix)
-                        o->on_prefix(result->prefix_end, o->prefix_ctx);
+                        break;
         }
+        flight_drain(pl, &f);
+        return rc;
 }
 
 int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,

@@ -40,6 +40,14 @@ struct ds_xfile_ops {
         int (*size)(struct ds_xfile *file, uint64_t *size);
         /* Makes what was written durable (fsync). Returns 0 or a negative errno. */
         int (*sync)(struct ds_xfile *file);
+        /* Optional, both or neither: start_io starts what read_at (write false) or
+         * write_at would do and returns a ticket, or a negative errno; finish_io waits for
+         * that ticket and returns what read_at or write_at would have. With them the
+         * pipeline keeps several pieces in flight, so a striped file's disks stay busy
+         * while the last piece is checked and handed on; tickets finish in the order they
+         * started. */
+        int (*start_io)(struct ds_xfile *file, bool write, void *buf, size_t len, uint64_t offset);
+        ssize_t (*finish_io)(struct ds_xfile *file, int ticket);
 };
 
 /* A file as the pipeline sees it. A store fills ops and impl; fd is a plain descriptor of
