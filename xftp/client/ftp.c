@@ -3,6 +3,8 @@
 #include "ftp.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,6 +206,9 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         ftp->fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
         if (ftp->fd < 0)
                 return ftp->fd;
+        /* A command goes out at once, not after the ACK of the one before (Nagle). */
+        int on = 1;
+        setsockopt(ftp->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
         int rc = ds_ftp_addr_local(ftp->fd, &ftp->local);
         if (rc == 0)
                 rc = ds_ftp_addr_peer(ftp->fd, &ftp->peer);

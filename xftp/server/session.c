@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -606,6 +607,9 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
          * parser drops it. */
         int on = 1;
         setsockopt(ctl, SOL_SOCKET, SO_OOBINLINE, &on, sizeof(on));
+        /* Replies go out at once: with Nagle, the second line of a reply (FEAT's, or a 226
+         * after a 150) waited for the client's delayed ACK, 40 ms a time. */
+        setsockopt(ctl, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
         if (ds_live_open(&s->live, "xftpd", "serve", "tcp", NULL, &err) == 0) {
                 ds_live_set_peer(s->live, s->peer_text);
                 ds_live_set_msg_size(s->live, config->block);

@@ -361,7 +361,10 @@ static int run_job(struct session *s, struct job *job)
                 ds_data_close(fds, n);
                 if (s->live)
                         ds_live_done(s->live);
-                if (rc == 0 && job->upload && mode == DS_XFER_STREAM)
+                /* A size announced by ALLO and reached says the end itself. */
+                bool sized =
+                    s->allocate != 0 && job->opts.offset + job->result.bytes == s->allocate;
+                if (rc == 0 && job->upload && mode == DS_XFER_STREAM && !sized)
                         await_hangup(s);
         }
         watch_stop(&w);
