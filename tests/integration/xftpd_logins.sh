@@ -1,6 +1,7 @@
 # Password guessing is limited per client address, across sessions: several sessions at
 # once guessing from one address are stopped after --max-host-fails failures in all, new
-# sessions from it get a 421 for --ban-time, and after that a right password works.
+# sessions from it get a 421 for --ban-time, and after that a right password works;
+# sessions already open when the ban begins get a 421 at their next PASS.
 source "$(dirname "$0")/xftpd_lib.sh"
 make_store
 port=16471
@@ -69,5 +70,37 @@ assert waited >= 7.5, 'the 8 s ban ended after only %.1f s' % waited
 print('ok the right password works once the ban is over (%.1f s after the first guess)' % waited)
 PY
 pass "failed logins counted per address across sessions; the ban ends"
+
+# Sessions opened before a ban lose their remaining guesses when it begins: four open at
+# once, each allowed 5, guess in turn; the 4th failure bans the address, and the next PASS
+# in every one of them is a 421, not one of the 16 guesses the sessions still had.
+kill "$xftpd_pid"
+wait "$xftpd_pid" 2>/dev/null || true
+port=16472
+start_xftpd "$port" --max-fails 5 --max-host-fails 4 --ban-time 30
+python3 - "$port" "$DS_SRC/tests/integration" "$user" <<'PY' || fail "open sessions told of a ban"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user = int(sys.argv[1]), sys.argv[3]
+alive = [Ctl(port) for _ in range(4)]
+codes, refusals = [], []
+while alive and len(codes) < 24:
+    still = []
+    for c in alive:
+        c.expect(331, 'USER ' + user)
+        c.send('PASS wrong')
+        code, text = c.reply()
+        codes.append(code)
+        if code == 530:
+            still.append(c)
+        else:
+            refusals.append(text)
+    alive = still
+assert codes.count(530) <= 5, 'guesses after the ban began: %s' % codes
+assert len(refusals) == 4 and all('from your address' in r for r in refusals), refusals
+print('ok %d guesses answered, then every open session got a 421: %s' % (codes.count(530), codes))
+PY
+pass "a ban ends the guessing in sessions already open from the address"
 grep -q 'failed login' "$work/xftpd.log" || fail "no failed-login lines in the log"
 log_clean

@@ -309,6 +309,18 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
         close(fd);
 }
 
+/* Tells every session from an address now banned (session.h): a guesser's sessions opened
+ * before the ban get no more guesses. The table holds only unreaped children, so no pid
+ * here can belong to another process. */
+static void tell_banned(const struct guard_sessions *table, const struct throttle *throttle)
+{
+        uint64_t now = ds_now_ns();
+
+        for (unsigned i = 0; i < table->count; i++)
+                if (throttle_banned(throttle, &table->hosts[i], now) > 0)
+                        kill(table->pids[i], SIGUSR1);
+}
+
 /* Accepts until SIGTERM, one child process per session. Returns the exit status. */
 static int serve(int listen_fd, const struct options *o, struct throttle *throttle,
                  const struct xftpd_config *config)
@@ -322,7 +334,8 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
         while (!ds_stopping()) {
                 /* Short waits: failed logins that sessions report are counted within one. */
                 int ready = ds_poll_one(listen_fd, POLLIN, DS_STOP_SLICE_MS);
-                throttle_collect(throttle, ds_now_ns());
+                if (throttle_collect(throttle, ds_now_ns()) > 0)
+                        tell_banned(&table, throttle);
                 if (ready == 0)
                         continue;
                 int fd = ready < 0 ? ready : accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -375,6 +388,7 @@ int main(int argc, char **argv)
         if (guard_drop_privileges(o.run_as, first_root, o.allow_root, &err) < 0)
                 errx(1, "%s", err.text);
         ds_cli_catch_stop(&stop);
+        xftpd_session_catch_ban();
 
         const struct xftpd_config config = {
             .store = store,

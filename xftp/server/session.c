@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,12 +179,32 @@ static void cmd_user(struct session *s, const char *name)
                 session_reply(s, "331 Password required.");
 }
 
-/* Returns false when the session must end (too many failures). */
+static volatile sig_atomic_t address_banned;
+
+static void on_ban(int sig)
+{
+        (void)sig;
+        address_banned = 1;
+}
+
+void xftpd_session_catch_ban(void)
+{
+        struct sigaction sa = {.sa_handler = on_ban, .sa_flags = SA_RESTART};
+
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Returns false when the session must end (too many failures, or a ban on its address). */
 static bool cmd_pass(struct session *s, const char *password)
 {
         if (s->logged_in) {
                 session_reply(s, "230 Already logged in.");
                 return true;
+        }
+        if (address_banned) {
+                session_reply(s, "421 Too many failed logins from your address.");
+                return false;
         }
         if (!s->user_given) {
                 session_reply(s, "503 Send USER first.");

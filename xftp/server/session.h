@@ -33,6 +33,11 @@ struct xftpd_config {
         atomic_bool *stop;               /* SIGTERM / SIGINT */
 };
 
+/* Called once in the listener, before any session starts: SIGUSR1, which the listener
+ * sends a session when a ban on its client's address begins, makes the session's next
+ * PASS before a login a 421 that ends it. */
+void xftpd_session_catch_ban(void);
+
 /* Serves the client on ctl until it quits, falls silent, or stop is set; closes ctl.
  * Returns the process's exit status (0, or 1 after a failure of the server's own). */
 int xftpd_session_run(const struct xftpd_config *config, int ctl);

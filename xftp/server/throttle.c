@@ -76,19 +76,21 @@ static struct throttle_slot *take(struct throttle *t, const struct throttle_key 
         return slot;
 }
 
-static void count_fail(struct throttle *t, const struct throttle_key *key, uint64_t now_ns)
+/* Returns whether this failure began a ban. */
+static bool count_fail(struct throttle *t, const struct throttle_key *key, uint64_t now_ns)
 {
         struct throttle_slot *slot = take(t, key, now_ns);
 
         if (slot->banned_until > now_ns)
-                return;
+                return false;
         if (slot->last_ns && now_ns - slot->last_ns > t->ban_ns)
                 slot->fails = 0;
         slot->last_ns = now_ns ? now_ns : 1;
-        if (++slot->fails >= t->max_fails) {
-                slot->fails = 0;
-                slot->banned_until = now_ns + t->ban_ns;
-        }
+        if (++slot->fails < t->max_fails)
+                return false;
+        slot->fails = 0;
+        slot->banned_until = now_ns + t->ban_ns;
+        return true;
 }
 
 int throttle_init(struct throttle *t, unsigned max_fails, int ban_ms)
@@ -113,14 +115,16 @@ void throttle_report(int report_fd, const struct ds_ftp_addr *peer)
         (void)!write(report_fd, &key, sizeof(key));
 }
 
-void throttle_collect(struct throttle *t, uint64_t now_ns)
+unsigned throttle_collect(struct throttle *t, uint64_t now_ns)
 {
         struct throttle_key keys[64];
+        unsigned bans = 0;
         ssize_t got;
 
         while ((got = read(t->report_fd[0], keys, sizeof(keys))) > 0)
                 for (size_t i = 0; i < (size_t)got / sizeof(keys[0]); i++)
-                        count_fail(t, &keys[i], now_ns);
+                        bans += count_fail(t, &keys[i], now_ns);
+        return bans;
 }
 
 void throttle_fail(struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns)

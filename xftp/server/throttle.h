@@ -2,7 +2,8 @@
  * its own (main.c), so a guesser that opens session after session would meet only the
  * per-session limit (--max-fails); here the sessions report every failed login over a
  * pipe to the listening process, which refuses new sessions from an address with
- * --max-host-fails recent failures for --ban-time.
+ * --max-host-fails recent failures for --ban-time, and ends the logins of those already
+ * open from it: their next PASS gets a 421.
  *
  * An address is an IPv4 address, or an IPv6 /64 (one site's prefix: a host that owns a
  * /64 could otherwise take a fresh address for every guess). The table has a fixed number
@@ -46,11 +47,12 @@ void throttle_close(struct throttle *t);
  * that finds the pipe full is dropped (the listener empties it ten times a second). */
 void throttle_report(int report_fd, const struct ds_ftp_addr *peer);
 
-/* In the listener: counts every report waiting in the pipe. */
-void throttle_collect(struct throttle *t, uint64_t now_ns);
+/* In the listener: counts every report waiting in the pipe. Returns how many bans began,
+ * so that the sessions already open from those addresses can be told (main.c). */
+unsigned throttle_collect(struct throttle *t, uint64_t now_ns);
 
 /* Counts one failed login from peer at now_ns. Failures during a ban do not count (they
- * come from sessions that started before it, each bounded by --max-fails). */
+ * come from sessions that started before it, which the listener tells of the ban). */
 void throttle_fail(struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns);
 
 /* Seconds (rounded up) until peer may start a session again, 0 when it may now. */
