@@ -7,9 +7,12 @@
 # (put0, get0) are what the guest's emulated CPU allows xftp at all.
 # A put is timed to durable (xftp, then sync); the page cache is dropped before a get.
 # Every get is compared with the source. One line per transfer goes to
-# $DS_VM_WORK/results.tsv: case (put4, put1, put0, get4, get1, get0), MB/s (10^6 B/s), the guest's
-# CPU busy over the transfer and the kernel's part of it (% of all vCPUs, from
-# /proc/stat), the run.
+# $DS_VM_WORK/results.tsv: case (put4, put1, put0, get4, get1, get0), MB/s (10^6 B/s) over the
+# whole command to its final sync, the guest's CPU busy over it and the kernel's part of it
+# (% of all vCPUs, from /proc/stat), the run, and MB/s by xftp's own clock: from its STOR or
+# RETR to the transfer's end, after the fsync of the side that wrote (the ftp figure; the
+# whole command adds the process start and a login whose yescrypt check costs 0.4 s of
+# emulated CPU, the same for every store).
 # XFTP_OPTS (e.g. "-P 4 -b 8M") go to every xftp; XFTPD_OPTS to both servers.
 #   boot.sh --disks 4 --disk-bps 50000000 bench/xftp-striped.guest.sh RUNS MIB
 set -euo pipefail
@@ -54,37 +57,50 @@ ds_vm_wait_tcp 2121 || ds_vm_die "xftpd on the striped store did not listen"
 ds_vm_wait_tcp 2122 || ds_vm_die "xftpd on one disk did not listen"
 ds_vm_wait_tcp 2123 || ds_vm_die "xftpd on tmpfs did not listen"
 
+# The constant in every whole command: a process start, a login and a LIST, and no data.
+for i in 1 2 3; do
+	t0=$(date +%s.%N)
+	"$bin/xftp" ls "ftp://bench:bench@127.0.0.1:2123/" >/dev/null || ds_vm_die "xftp ls"
+	echo "$t0 $(date +%s.%N)"
+done | awk '{ print $2 - $1 }' | sort -n | sed -n 2p >"$DS_VM_WORK/login.txt"
+
 src=$TMPDIR/src
 back=$TMPDIR/back
 head -c $((mib << 20)) /dev/urandom >"$src"
 
 # cpu: the guest's busy, system (with irq and softirq) and all jiffies so far.
 cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
-# xfer CASE CMD...: times CMD to a final sync, then records MB/s and the CPU busy meanwhile.
+# xfer CASE CMD...: times CMD to a final sync, then records MB/s by that clock and by xftp's
+# own, and the CPU busy meanwhile.
 xfer() {
 	local name=$1 t0 t1 c0 c1
 	shift
 	sync
 	t0=$(date +%s.%N) c0=$(cpu)
-	timeout "$limit" "$@" >"$logs/$name.$run" 2>&1 || {
-		cat "$logs/$name.$run" "$logs"/xftpd.* >&2
+	timeout "$limit" "$@" >"$logs/$name.$run" 2>"$logs/$name.$run.err" || {
+		cat "$logs/$name.$run.err" "$logs/$name.$run" "$logs"/xftpd.* >&2
 		ds_vm_die "$name, run $run: $*"
 	}
 	sync
 	t1=$(date +%s.%N) c1=$(cpu)
-	awk -v n="$name" -v r="$run" -v b=$((mib << 20)) -v a="$t0" -v z="$t1" -v c0="$c0" -v c1="$c1" '
+	local own
+	own=$(sed -n 's/.*"seconds":\([0-9.e+-]*\).*/\1/p' "$logs/$name.$run")
+	[ -n "$own" ] || ds_vm_die "$name, run $run: no seconds in xftp's --json summary"
+	awk -v n="$name" -v r="$run" -v b=$((mib << 20)) -v a="$t0" -v z="$t1" -v c0="$c0" -v c1="$c1" \
+		-v own="$own" '
 		BEGIN { split(c0, p, " "); split(c1, q, " ")
-			printf "%s\t%.1f\t%.0f\t%.0f\t%d\n", n, b / (z - a) / 1e6, 100 * (q[1] - p[1]) / (q[3] - p[3]),
-			       100 * (q[2] - p[2]) / (q[3] - p[3]), r }' |
-		tee -a "$results" | awk -F'\t' '{ printf "run %s: %-5s %7.1f MB/s  cpu %3s%% (system %s%%)\n", $5, $1, $2, $3, $4 }'
+			printf "%s\t%.1f\t%.0f\t%.0f\t%d\t%.1f\n", n, b / (z - a) / 1e6, 100 * (q[1] - p[1]) / (q[3] - p[3]),
+			       100 * (q[2] - p[2]) / (q[3] - p[3]), r, b / own / 1e6 }' |
+		tee -a "$results" |
+		awk -F'\t' '{ printf "run %s: %-5s %7.1f MB/s (whole command %5.1f)  cpu %3s%% (system %s%%)\n", $5, $1, $6, $2, $3, $4 }'
 }
 
 # round WIDTH PORT: put the file, drop the caches, get it back, compare, remove it.
 round() {
 	local url="ftp://bench:bench@127.0.0.1:$2/f"
-	xfer "put$1" "$bin/xftp" -q "${xftp_opts[@]}" put "$src" "$url"
+	xfer "put$1" "$bin/xftp" -q --json "${xftp_opts[@]}" put "$src" "$url"
 	echo 3 >/proc/sys/vm/drop_caches
-	xfer "get$1" "$bin/xftp" -q "${xftp_opts[@]}" get "$url" "$back"
+	xfer "get$1" "$bin/xftp" -q --json "${xftp_opts[@]}" get "$url" "$back"
 	cmp "$src" "$back" || ds_vm_die "get$1, run $run: the bytes differ from the put's"
 	rm -f "$back"
 	curl -sS -Q "DELE f" "ftp://bench:bench@127.0.0.1:$2/" >/dev/null || ds_vm_die "DELE f on $2"
