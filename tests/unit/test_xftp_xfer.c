@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -94,6 +95,16 @@ static const struct ds_xfile_ops deferred_ops = {.read_at = deferred_read_at,
                                                  .write_at = deferred_write_at,
                                                  .start_io = deferred_start,
                                                  .finish_io = deferred_finish};
+
+/* Writes that take 100 ms each, one at a time, as a slow disk's. */
+static int slow_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+{
+        nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+        return deferred_write_at(xfile, buf, len, offset);
+}
+
+static const struct ds_xfile_ops slow_ops = {.read_at = deferred_read_at,
+                                             .write_at = slow_write_at};
 
 /* The file the pipeline is given: plain itself, or d wrapped around it. */
 static struct ds_xfile *maybe_deferred(struct deferred *d, struct ds_xfile *plain)
@@ -383,6 +394,69 @@ static void test_block_beyond_the_limit_writes_nothing(void **state)
         assert_int_equal(st.st_size, 0);
 }
 
+/* Writes len bytes on fd after delay_ms, while the receiver runs. */
+struct late_writer {
+        pthread_t thread;
+        int fd;
+        const uint8_t *bytes;
+        size_t len;
+        long delay_ms;
+};
+
+static void *write_late(void *arg)
+{
+        struct late_writer *w = arg;
+        nanosleep(&(struct timespec){.tv_nsec = w->delay_ms * 1000000}, NULL);
+        assert_int_equal(write(w->fd, w->bytes, w->len), (ssize_t)w->len);
+        return NULL;
+}
+
+/* While the disk side writes block A (slowly), connection 1 takes a buffer for block B
+ * and has half its data when connection 0's bad header fails the pipeline; B's rest comes
+ * after. B is not queued, so its buffer goes back once: queued and handed back both, it
+ * was written after the failure and given back twice, past the end of the free stack. */
+static void test_a_block_finished_after_a_failure_is_freed_once(void **state)
+{
+        struct fixture *fx = *state;
+        int send_fds[2], recv_fds[2];
+        struct ds_xfile file;
+        struct ds_error err;
+        struct ds_xfer_result result;
+        enum { BLOCK = 64 << 10, PIECE = DS_MODEE_HEADER + BLOCK };
+        static uint8_t wire[2 * PIECE], bad[DS_MODEE_HEADER];
+
+        connect_pairs(send_fds, recv_fds, 2);
+        for (int i = 0; i < 2; i++) {
+                ds_modee_encode(&(struct ds_modee_block){.count = BLOCK, .offset = i * BLOCK},
+                                wire + i * PIECE);
+                memset(wire + i * PIECE + DS_MODEE_HEADER, 'a' + i, BLOCK);
+        }
+        ds_modee_encode(&(struct ds_modee_block){.count = 8, .offset = 1ull << 40}, bad);
+        size_t first = PIECE + DS_MODEE_HEADER + BLOCK / 2; /* A, and half of B */
+        assert_int_equal(write(send_fds[1], wire, first), (ssize_t)first);
+        struct late_writer failing = {
+            .fd = send_fds[0], .bytes = bad, .len = sizeof(bad), .delay_ms = 30};
+        struct late_writer rest = {
+            .fd = send_fds[1], .bytes = wire + first, .len = sizeof(wire) - first, .delay_ms = 60};
+        assert_int_equal(pthread_create(&failing.thread, NULL, write_late, &failing), 0);
+        assert_int_equal(pthread_create(&rest.thread, NULL, write_late, &rest), 0);
+        int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ds_xfile_plain(&file, fd, 0, &err), 0);
+        struct deferred slow = {.plain = &file};
+        slow.xfile = (struct ds_xfile){.ops = &slow_ops, .impl = &slow, .fd = -1, .direct_fd = -1};
+        struct ds_xfer_opts opts = {.block = BLOCK, .length = UINT64_MAX, .limit = 1 << 20};
+        int rc = ds_xfer_recv(&slow.xfile, DS_XFER_BLOCKS, recv_fds, 2, &opts, &result, &err);
+        assert_int_equal(pthread_join(failing.thread, NULL), 0);
+        assert_int_equal(pthread_join(rest.thread, NULL), 0);
+        assert_int_equal(rc, -EFBIG);
+        assert_int_equal(result.bytes, BLOCK); /* A, written before the failure; not B */
+        ds_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+        ds_data_close(recv_fds, 2);
+        ds_data_close(send_fds, 2);
+}
+
 static void test_sender_gone_before_eod_is_epipe_with_the_whole_prefix(void **state)
 {
         struct fixture *fx = *state;
@@ -480,6 +554,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(
                 test_sender_gone_before_eod_is_epipe_with_the_whole_prefix, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_a_block_finished_after_a_failure_is_freed_once,
+                                            setup, teardown),
             cmocka_unit_test_setup_teardown(test_two_pieces_in_flight_give_identical_bytes, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(

@@ -217,16 +217,22 @@ static void give_free(struct pipeline *pl, void *buf)
         pthread_mutex_unlock(&pl->lock);
 }
 
+/* Queues piece, or returns a negative errno with the piece still the caller's: a piece
+ * queued is never also handed back, or its buffer would be freed twice. */
 static int push_piece(struct pipeline *pl, struct queue *q, struct piece piece,
                       struct ds_error *err)
 {
         int rc = 0;
 
         pthread_mutex_lock(&pl->lock);
-        while (!queue_push(q, piece) && (rc = wait_locked(pl, err)) == 0)
-                ;
-        if (rc == 0 && pl->failed)
-                rc = -ECANCELED;
+        for (;;) {
+                if (pl->failed) {
+                        rc = -ECANCELED;
+                        break;
+                }
+                if (queue_push(q, piece) || (rc = wait_locked(pl, err)) != 0)
+                        break;
+        }
         pthread_cond_broadcast(&pl->changed);
         pthread_mutex_unlock(&pl->lock);
         return rc;
