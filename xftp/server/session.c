@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,20 +180,33 @@ static void cmd_user(struct session *s, const char *name)
                 session_reply(s, "331 Password required.");
 }
 
-static volatile sig_atomic_t address_banned;
+static atomic_bool address_banned; /* lock-free: set in a handler, on any thread */
 
 static void on_ban(int sig)
 {
         (void)sig;
-        address_banned = 1;
+        atomic_store(&address_banned, true);
 }
 
+static void ban_mask(int how)
+{
+        sigset_t usr1;
+
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(how, &usr1, NULL);
+}
+
+/* The listener keeps SIGUSR1 blocked, so a stray one sent to it sets nothing that its
+ * sessions would inherit; each session unblocks it (xftpd_session_run), and a ban sent
+ * between its fork and that moment waits, pending, until then. */
 void xftpd_session_catch_ban(void)
 {
         struct sigaction sa = {.sa_handler = on_ban, .sa_flags = SA_RESTART};
 
         sigemptyset(&sa.sa_mask);
         sigaction(SIGUSR1, &sa, NULL);
+        ban_mask(SIG_BLOCK);
 }
 
 /* Returns false when the session must end (too many failures, or a ban on its address). */
@@ -202,7 +216,7 @@ static bool cmd_pass(struct session *s, const char *password)
                 session_reply(s, "230 Already logged in.");
                 return true;
         }
-        if (address_banned) {
+        if (atomic_load(&address_banned)) {
                 session_reply(s, "421 Too many failed logins from your address.");
                 return false;
         }
@@ -640,6 +654,8 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
 
 int xftpd_session_run(const struct xftpd_config *config, int ctl)
 {
+        atomic_store(&address_banned, false);
+        ban_mask(SIG_UNBLOCK);
         struct session *s = calloc(1, sizeof(*s));
         struct xftpd_cmd *cmd = malloc(sizeof(*cmd));
 
