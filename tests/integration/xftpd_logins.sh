@@ -78,11 +78,16 @@ kill "$xftpd_pid"
 wait "$xftpd_pid" 2>/dev/null || true
 port=16472
 start_xftpd "$port" --max-fails 5 --max-host-fails 4 --ban-time 30
-python3 - "$port" "$DS_SRC/tests/integration" "$user" <<'PY' || fail "open sessions told of a ban"
+kill -USR1 "$xftpd_pid" # a stray one: the listener keeps it blocked, no session inherits it
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" <<'PY' || fail "open sessions told of a ban"
 import sys
 sys.path.insert(0, sys.argv[2])
 from xftpd_raw import Ctl
-port, user = int(sys.argv[1]), sys.argv[3]
+port, user, password = int(sys.argv[1]), sys.argv[3], sys.argv[4]
+c = Ctl(port)
+c.login(user, password)
+c.expect(221, 'QUIT')
+print('ok a right password works after a stray SIGUSR1 to the listener')
 alive = [Ctl(port) for _ in range(4)]
 codes, refusals = [], []
 while alive and len(codes) < 24:
