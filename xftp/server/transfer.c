@@ -318,6 +318,12 @@ static void on_prefix(uint64_t prefix_end, void *ctx)
         ds_store_upload_prefix(ctx, prefix_end);
 }
 
+/* Whether ALLO announced a size and the upload's bytes reach exactly it. */
+static bool allo_reached(const struct session *s, const struct job *job)
+{
+        return s->allocate != 0 && job->opts.offset + job->result.bytes == s->allocate;
+}
+
 /* A MODE S upload ends when the client closes the data connection, which is also what a
  * client killed mid-transfer does. Its control connection closes in the same instant, so a
  * short look at it (the kernel's view, not the watcher's) tells an end from a death. */
@@ -362,9 +368,7 @@ static int run_job(struct session *s, struct job *job)
                 if (s->live)
                         ds_live_done(s->live);
                 /* A size announced by ALLO and reached says the end itself. */
-                bool sized =
-                    s->allocate != 0 && job->opts.offset + job->result.bytes == s->allocate;
-                if (rc == 0 && job->upload && mode == DS_XFER_STREAM && !sized)
+                if (rc == 0 && job->upload && mode == DS_XFER_STREAM && !allo_reached(s, job))
                         await_hangup(s);
         }
         watch_stop(&w);
@@ -419,8 +423,7 @@ static bool upload_whole(struct session *s, const struct job *job)
         if (atomic_load(&s->ctl_gone) || atomic_load(&s->aborted))
                 return false;
         /* ALLO announced the file's size: a MODE S upload must reach it exactly. */
-        return s->allocate == 0 || s->mode == 'E' ||
-               job->opts.offset + job->result.bytes == s->allocate;
+        return s->allocate == 0 || s->mode == 'E' || allo_reached(s, job);
 }
 
 static int start_upload(struct session *s, const char *arg, const char *path, bool append,
