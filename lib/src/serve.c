@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 uint64_t ds_budget_default(void)
@@ -37,6 +38,104 @@ bool ds_budget_take(struct ds_budget *b, uint64_t bytes)
 void ds_budget_give(struct ds_budget *b, uint64_t bytes)
 {
         atomic_fetch_sub(&b->used, bytes);
+}
+
+struct ds_shared_budget {
+        pthread_mutex_t lock; /* process-shared, robust */
+        uint64_t limit;
+        uint64_t used; /* the sum of held[], kept so a take need not add them up */
+        unsigned slots;
+        size_t map_bytes;
+        uint64_t held[];
+};
+
+int ds_shared_budget_create(struct ds_shared_budget **out, uint64_t limit, unsigned slots)
+{
+        pthread_mutexattr_t attr;
+        size_t bytes = sizeof(struct ds_shared_budget) + (size_t)slots * sizeof(uint64_t);
+        struct ds_shared_budget *b =
+            mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+        if (b == MAP_FAILED)
+                return -errno;
+        int rc = pthread_mutexattr_init(&attr);
+        if (rc == 0)
+                rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+        if (rc == 0)
+                rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+        if (rc == 0)
+                rc = pthread_mutex_init(&b->lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+        if (rc != 0) {
+                munmap(b, bytes);
+                return -rc;
+        }
+        b->limit = limit;
+        b->slots = slots;
+        b->map_bytes = bytes; /* the mapping came zeroed: nothing used, nothing held */
+        *out = b;
+        return 0;
+}
+
+void ds_shared_budget_destroy(struct ds_shared_budget *b)
+{
+        if (!b)
+                return;
+        pthread_mutex_destroy(&b->lock);
+        munmap(b, b->map_bytes);
+}
+
+/* Locks b. A holder that died inside may have changed its slot and not yet the total: the
+ * total is counted again from the slots. Returns false when the lock cannot be had. */
+static bool budget_lock(struct ds_shared_budget *b)
+{
+        int rc = pthread_mutex_lock(&b->lock);
+        if (rc == EOWNERDEAD) {
+                uint64_t sum = 0;
+                for (unsigned i = 0; i < b->slots; i++)
+                        sum += b->held[i];
+                b->used = sum;
+                rc = pthread_mutex_consistent(&b->lock);
+        }
+        return rc == 0;
+}
+
+bool ds_shared_budget_take(struct ds_shared_budget *b, unsigned slot, uint64_t bytes)
+{
+        if (slot >= b->slots || !budget_lock(b))
+                return false;
+        bool fits = bytes <= b->limit && b->used <= b->limit - bytes;
+        if (fits) {
+                b->held[slot] += bytes;
+                b->used += bytes;
+        }
+        pthread_mutex_unlock(&b->lock);
+        return fits;
+}
+
+void ds_shared_budget_give(struct ds_shared_budget *b, unsigned slot, uint64_t bytes)
+{
+        if (slot >= b->slots || !budget_lock(b))
+                return;
+        if (bytes > b->held[slot])
+                bytes = b->held[slot];
+        b->held[slot] -= bytes;
+        b->used -= bytes;
+        pthread_mutex_unlock(&b->lock);
+}
+
+void ds_shared_budget_release(struct ds_shared_budget *b, unsigned slot)
+{
+        ds_shared_budget_give(b, slot, UINT64_MAX); /* all it holds */
+}
+
+uint64_t ds_shared_budget_used(struct ds_shared_budget *b)
+{
+        if (!budget_lock(b))
+                return 0;
+        uint64_t used = b->used;
+        pthread_mutex_unlock(&b->lock);
+        return used;
 }
 
 uint64_t ds_deadline_in(int ms)

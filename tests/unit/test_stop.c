@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -56,6 +58,51 @@ static void test_budget_takes_within_its_limit_only(void **state)
         ds_budget_give(&b, 60);
         assert_true(ds_budget_take(&b, 60));
         assert_true(ds_budget_default() > 0);
+}
+
+static void test_shared_budget_is_one_across_processes(void **state)
+{
+        (void)state;
+        struct ds_shared_budget *b;
+        assert_int_equal(ds_shared_budget_create(&b, 100, 4), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) /* a session that takes and dies holding it */
+                _exit(ds_shared_budget_take(b, 1, 60) ? 0 : 1);
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_int_equal(status, 0);
+        assert_false(ds_shared_budget_take(b, 0, 41));
+        assert_true(ds_shared_budget_take(b, 0, 40));
+        assert_false(ds_shared_budget_take(b, 4, 0)); /* no such slot */
+        ds_shared_budget_release(b, 1);
+        assert_int_equal(ds_shared_budget_used(b), 40);
+        ds_shared_budget_give(b, 0, 100); /* never more than the slot holds */
+        assert_int_equal(ds_shared_budget_used(b), 0);
+        assert_true(ds_shared_budget_take(b, 2, 100));
+        ds_shared_budget_destroy(b);
+}
+
+static void test_shared_budget_survives_holders_killed_at_any_instant(void **state)
+{
+        (void)state;
+        struct ds_shared_budget *b;
+        assert_int_equal(ds_shared_budget_create(&b, 1000, 2), 0);
+        for (int round = 0; round < 20; round++) {
+                pid_t child = fork();
+                assert_true(child >= 0);
+                if (child == 0)
+                        for (;;)
+                                if (ds_shared_budget_take(b, 1, 10))
+                                        ds_shared_budget_give(b, 1, 10);
+                nanosleep(&(struct timespec){.tv_nsec = 2000000 + round * 100000}, NULL);
+                kill(child, SIGKILL);
+                assert_int_equal(waitpid(child, NULL, 0), child);
+                ds_shared_budget_release(b, 1); /* what the listener does when it reaps */
+                assert_int_equal(ds_shared_budget_used(b), 0);
+        }
+        assert_true(ds_shared_budget_take(b, 0, 1000));
+        ds_shared_budget_destroy(b);
 }
 
 static void test_deadline_left_counts_down_to_zero(void **state)
@@ -130,6 +177,8 @@ int main(void)
             cmocka_unit_test(test_duration_ms_rounds_up_and_saturates),
             cmocka_unit_test(test_poll_one_waits_its_time_and_sees_data),
             cmocka_unit_test(test_budget_takes_within_its_limit_only),
+            cmocka_unit_test(test_shared_budget_is_one_across_processes),
+            cmocka_unit_test(test_shared_budget_survives_holders_killed_at_any_instant),
             cmocka_unit_test(test_deadline_left_counts_down_to_zero),
             cmocka_unit_test(test_accept_survives_shortages_and_logs_once),
             cmocka_unit_test(test_a_signal_ends_long_waits_and_sets_the_status),

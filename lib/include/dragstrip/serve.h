@@ -32,6 +32,28 @@ bool ds_budget_take(struct ds_budget *budget, uint64_t bytes);
 /* Gives back bytes taken earlier. */
 void ds_budget_give(struct ds_budget *budget, uint64_t bytes);
 
+/* A budget that processes share: a server that forks a process per peer (xftpd) makes it
+ * before forking, in an anonymous shared mapping. Besides the total it keeps what each
+ * process holds in a slot of its own, so that when a process dies without giving back its
+ * share (kill -9, a crash) the parent that reaps it can: nothing leaks for good. A
+ * process-shared robust lock guards it; a holder killed inside it leaves nothing wrong,
+ * as the slots are the truth and the total is counted again from them. */
+struct ds_shared_budget;
+
+/* Maps a budget of limit bytes with slots slots, nothing held. Returns 0 or a negative
+ * errno. */
+int ds_shared_budget_create(struct ds_shared_budget **out, uint64_t limit, unsigned slots);
+/* Unmaps it (in the process that made it, once no other uses it). NULL: nothing. */
+void ds_shared_budget_destroy(struct ds_shared_budget *budget);
+/* Takes bytes for slot if they fit within the limit (true), or takes nothing (false). */
+bool ds_shared_budget_take(struct ds_shared_budget *budget, unsigned slot, uint64_t bytes);
+/* Gives back bytes that slot took earlier (never more than it holds). */
+void ds_shared_budget_give(struct ds_shared_budget *budget, unsigned slot, uint64_t bytes);
+/* The process of slot is gone: gives back all it still held, and frees the slot. */
+void ds_shared_budget_release(struct ds_shared_budget *budget, unsigned slot);
+/* Bytes held now, all slots together. */
+uint64_t ds_shared_budget_used(struct ds_shared_budget *budget);
+
 /* The monotonic time ms from now (ms from ds_duration_ms, so it cannot wrap). */
 uint64_t ds_deadline_in(int ms);
 /* Milliseconds left until deadline_ns, 0 once it has passed (for poll and recv waits). */
