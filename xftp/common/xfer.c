@@ -14,6 +14,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
@@ -543,13 +544,20 @@ static void pipeline_free(struct pipeline *pl)
         pthread_mutex_destroy(&pl->lock);
 }
 
+/* Buffers of a pipeline over n connections: every connection keeps one. */
+static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
+{
+        unsigned depth = opts->depth ? opts->depth : DEFAULT_DEPTH;
+        return depth < n ? n : depth;
+}
+
 /* With buffers false (sendfile moves the data) no pool is made: a session would map and
  * touch depth x block bytes (16 MiB by default) for nothing. */
 static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
                          const int *socks, unsigned n, const struct ds_xfer_opts *opts,
                          bool buffers, struct ds_error *err)
 {
-        unsigned depth = opts->depth ? opts->depth : DEFAULT_DEPTH;
+        unsigned depth = pipeline_depth(opts, n);
 
         *pl = (struct pipeline){.opts = opts,
                                 .mode = mode,
@@ -561,8 +569,6 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         if (n < 1 || n > DS_MODEE_MAX_STREAMS || (mode == DS_XFER_STREAM && n != 1))
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
                                mode == DS_XFER_STREAM ? 'S' : 'E');
-        if (depth < n)
-                depth = n; /* every connection keeps a buffer */
         for (unsigned i = 0; i < n; i++) {
                 int rc = set_slices(socks[i]);
                 if (rc < 0)
@@ -775,6 +781,17 @@ static int use_sendfile(const struct ds_xfile *file, enum ds_xfer_mode mode,
                         const struct ds_xfer_opts *opts)
 {
         return mode == DS_XFER_STREAM && file->fd >= 0 && !(opts->flags & DS_XFER_NO_SENDFILE);
+}
+
+uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+                              const struct ds_xfer_opts *opts, bool sending)
+{
+        if (sending && use_sendfile(file, mode, opts))
+                return 0;
+        /* The pool's buffers are whole pages (pool.c), all of them touched at its start. */
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
+        return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
 }
 
 int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,

@@ -114,6 +114,12 @@ struct ds_xfer_result {
         bool sendfile;       /* the data went by sendfile() */
 };
 
+/* The buffer bytes ds_xfer_send (sending) or ds_xfer_recv would map and touch for file
+ * over n connections with opts: what a server takes from its memory budget before the
+ * transfer (0 where sendfile moves the data). */
+uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+                              const struct ds_xfer_opts *opts, bool sending);
+
 /* Sends the file's range over socks[0..n-1]. MODE S: n is 1 and the caller closes the
  * socket afterwards (that close is the end of the data). MODE E: the blocks are spread over
  * the connections in offset order, each connection ends with EOD and the first also
