@@ -37,6 +37,37 @@ static int reply_ms(const struct session *s)
                                                                         : s->config->login_ms;
 }
 
+uint64_t session_reply_deadline(const struct session *s)
+{
+        return ds_deadline_in(reply_ms(s));
+}
+
+int session_send(struct session *s, const void *data, size_t len, uint64_t deadline_ns)
+{
+        const char *bytes = data;
+
+        /* A client that cannot be written to is gone: no later reply waits on it again. */
+        if (atomic_load(&s->ctl_gone))
+                return -EPIPE;
+        /* Non-blocking sends and a poll that a stop ends: a client that never reads
+         * holds a write until its deadline at most, and none waits once stopping. */
+        for (size_t done = 0; done < len;) {
+                ssize_t sent = send(s->ctl, bytes + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (sent > 0) {
+                        done += (size_t)sent;
+                        continue;
+                }
+                int left = ds_deadline_left_ms(deadline_ns);
+                bool may_wait =
+                    sent < 0 && (errno == EAGAIN || errno == EINTR) && left > 0 && !ds_stopping();
+                if (!may_wait || ds_poll_one(s->ctl, POLLOUT, left) < 0) {
+                        atomic_store(&s->ctl_gone, true);
+                        return -EPIPE;
+                }
+        }
+        return 0;
+}
+
 int session_reply(struct session *s, const char *fmt, ...)
 {
         char line[REPLY_MAX + 2];
@@ -51,28 +82,7 @@ int session_reply(struct session *s, const char *fmt, ...)
                 n = REPLY_MAX - 1;
         line[n++] = '\r';
         line[n++] = '\n';
-        /* A client that cannot be written to is gone: no later reply waits on it again. */
-        if (atomic_load(&s->ctl_gone))
-                return -EPIPE;
-        /* Non-blocking sends and a poll that a stop ends: a client that never reads
-         * holds a reply for reply_ms at most, and no reply waits once stopping. */
-        uint64_t deadline = ds_deadline_in(reply_ms(s));
-        for (int done = 0; done < n;) {
-                ssize_t sent =
-                    send(s->ctl, line + done, (size_t)(n - done), MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (sent > 0) {
-                        done += (int)sent;
-                        continue;
-                }
-                int left = ds_deadline_left_ms(deadline);
-                bool may_wait =
-                    sent < 0 && (errno == EAGAIN || errno == EINTR) && left > 0 && !ds_stopping();
-                if (!may_wait || ds_poll_one(s->ctl, POLLOUT, left) < 0) {
-                        atomic_store(&s->ctl_gone, true);
-                        return -EPIPE;
-                }
-        }
-        return 0;
+        return session_send(s, line, (size_t)n, session_reply_deadline(s));
 }
 
 void session_reply_errno(struct session *s, int neg_errno, const char *what)

@@ -79,7 +79,15 @@ struct session {
         struct ds_live *live;
 };
 
-/* Sends one reply line ("code text"), adding CRLF. Returns 0 or a negative errno. */
+/* Sends len bytes on the control connection, the one way anything is written to it: by
+ * deadline_ns (monotonic) or not at all, and no wait once stopping (SIGTERM). A client
+ * that does not take them in time is gone (ctl_gone): -EPIPE, now and for every later
+ * write, so a peer that never reads holds a session no longer than one deadline. */
+int session_send(struct session *s, const void *data, size_t len, uint64_t deadline_ns);
+/* The deadline of a reply begun now: the login deadline before the login, then --idle. */
+uint64_t session_reply_deadline(const struct session *s);
+/* Sends one reply line ("code text"), adding CRLF, by session_reply_deadline. Returns 0 or
+ * a negative errno. */
 int session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Replies for a store error on the path the client named. */

@@ -500,7 +500,9 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
 struct lister {
         struct session *s;
         enum xftpd_verb verb;
-        int fd; /* the data connection; -1: the control connection (STAT, MLST) */
+        int fd;                /* the data connection; -1: the control connection (STAT, MLST) */
+        uint64_t ctl_deadline; /* fd -1: the whole reply's, so a client that reads a byte
+                                * now and then cannot stretch it chunk by chunk */
         time_t now;
         int rc;
         size_t used;
@@ -515,8 +517,7 @@ static int lister_flush(struct lister *l)
         if (l->rc == 0 && l->used > 0 && l->fd >= 0)
                 l->rc = ds_data_write_all(l->fd, l->buf, l->used, &opts, &err);
         else if (l->rc == 0 && l->used > 0)
-                l->rc =
-                    send(l->s->ctl, l->buf, l->used, MSG_NOSIGNAL) == (ssize_t)l->used ? 0 : -EPIPE;
+                l->rc = session_send(l->s, l->buf, l->used, l->ctl_deadline);
         l->used = 0;
         return l->rc;
 }
@@ -644,7 +645,11 @@ void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg
         if (rc == 0)
                 rc = ds_store_stat(s->config->store, path, &(struct ds_store_stat){0});
         if (rc == 0) {
-                *l = (struct lister){.s = s, .verb = verb, .fd = -1, .now = time(NULL)};
+                *l = (struct lister){.s = s,
+                                     .verb = verb,
+                                     .fd = -1,
+                                     .ctl_deadline = session_reply_deadline(s),
+                                     .now = time(NULL)};
                 session_reply(s, "%d-Status of /%s:", code, path);
                 rc = list_path(l, path, arg[0] ? arg : "/");
                 session_reply(s, "%d End", code);
