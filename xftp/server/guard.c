@@ -1,5 +1,6 @@
 /* The session table, and dropping root. */
 #include "guard.h"
+#include "throttle.h"
 
 #include <dragstrip/error.h>
 
@@ -28,12 +29,15 @@ int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max
 const char *guard_sessions_refuse(const struct guard_sessions *table,
                                   const struct ds_ftp_addr *peer)
 {
+        struct throttle_key key = throttle_key_of(peer);
         unsigned same = 0;
 
         if (table->count >= table->max)
                 return "421 Too many sessions; try again later.\r\n";
-        for (unsigned i = 0; i < table->count; i++)
-                same += ds_ftp_addr_same_host(&table->hosts[i], peer) ? 1 : 0;
+        for (unsigned i = 0; i < table->count; i++) {
+                struct throttle_key other = throttle_key_of(&table->hosts[i]);
+                same += memcmp(&other, &key, sizeof(key)) == 0 ? 1 : 0;
+        }
         if (same >= table->max_per_host)
                 return "421 Too many sessions from your address.\r\n";
         return NULL;

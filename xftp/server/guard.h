@@ -14,14 +14,15 @@ struct ds_error;
 /* The running sessions: one child process each. */
 struct guard_sessions {
         unsigned max;          /* sessions at once */
-        unsigned max_per_host; /* sessions from one client address */
+        unsigned max_per_host; /* sessions from one client address (IPv6: one /64) */
         unsigned count;
         pid_t *pids;
         struct ds_ftp_addr *hosts;
 };
 
 int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host);
-/* Why a new session from peer may not start ("too many sessions", ...), or NULL. */
+/* Why a new session from peer may not start ("too many sessions", ...), or NULL. Sessions
+ * count as from one address as failed logins do (throttle_key_of). */
 const char *guard_sessions_refuse(const struct guard_sessions *table,
                                   const struct ds_ftp_addr *peer);
 void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct throttle_key key_of(const struct ds_ftp_addr *addr)
+struct throttle_key throttle_key_of(const struct ds_ftp_addr *addr)
 {
         struct throttle_key key = {{0}};
 
@@ -109,7 +109,7 @@ void throttle_close(struct throttle *t)
 
 void throttle_report(int report_fd, const struct ds_ftp_addr *peer)
 {
-        struct throttle_key key = key_of(peer);
+        struct throttle_key key = throttle_key_of(peer);
 
         /* Smaller than PIPE_BUF: written whole or not at all, never mixed with another's. */
         (void)!write(report_fd, &key, sizeof(key));
@@ -129,13 +129,13 @@ unsigned throttle_collect(struct throttle *t, uint64_t now_ns)
 
 void throttle_fail(struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns)
 {
-        struct throttle_key key = key_of(peer);
+        struct throttle_key key = throttle_key_of(peer);
         count_fail(t, &key, now_ns);
 }
 
 unsigned throttle_banned(const struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns)
 {
-        struct throttle_key key = key_of(peer);
+        struct throttle_key key = throttle_key_of(peer);
         const struct throttle_slot *slot = find(t, &key, now_ns);
 
         if (!slot || slot->banned_until <= now_ns)

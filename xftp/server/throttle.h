@@ -24,6 +24,10 @@ struct throttle_key {
         uint8_t bytes[16];
 };
 
+/* The key of addr: the one notion of "one client address" of xftpd, also what
+ * --max-per-host counts (guard.c). */
+struct throttle_key throttle_key_of(const struct ds_ftp_addr *addr);
+
 struct throttle_slot {
         struct throttle_key key;
         unsigned fails;        /* failures in a row, none further apart than ban_ns */
