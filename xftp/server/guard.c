@@ -3,6 +3,7 @@
 #include "throttle.h"
 
 #include <dragstrip/error.h>
+#include <dragstrip/serve.h>
 
 #include <errno.h>
 #include <grp.h>
@@ -16,14 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
-int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host)
+int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host,
+                        struct ds_shared_budget *budget)
 {
-        table->max = max;
-        table->max_per_host = max_per_host;
-        table->count = 0;
-        table->pids = calloc(max, sizeof(*table->pids));
-        table->hosts = calloc(max, sizeof(*table->hosts));
-        return table->pids && table->hosts ? 0 : -ENOMEM;
+        *table = (struct guard_sessions){.max = max,
+                                         .max_per_host = max_per_host,
+                                         .pids = calloc(max, sizeof(*table->pids)),
+                                         .hosts = calloc(max, sizeof(*table->hosts)),
+                                         .slots = calloc(max, sizeof(*table->slots)),
+                                         .slot_taken = calloc(max, sizeof(*table->slot_taken)),
+                                         .budget = budget};
+        return table->pids && table->hosts && table->slots && table->slot_taken ? 0 : -ENOMEM;
 }
 
 const char *guard_sessions_refuse(const struct guard_sessions *table,
@@ -43,20 +47,38 @@ const char *guard_sessions_refuse(const struct guard_sessions *table,
         return NULL;
 }
 
-void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer)
+unsigned guard_sessions_free_slot(const struct guard_sessions *table)
+{
+        unsigned slot = 0;
+
+        while (slot < table->max - 1 && table->slot_taken[slot])
+                slot++;
+        return slot;
+}
+
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer,
+                        unsigned slot)
 {
         table->pids[table->count] = pid;
         table->hosts[table->count] = *peer;
+        table->slots[table->count] = slot;
+        table->slot_taken[slot] = true;
         table->count++;
 }
 
+/* A reaped session's share of the budget comes back here: one killed mid-transfer never
+ * gave it back itself. */
 static void forget(struct guard_sessions *table, pid_t pid)
 {
         for (unsigned i = 0; i < table->count; i++)
                 if (table->pids[i] == pid) {
+                        if (table->budget)
+                                ds_shared_budget_release(table->budget, table->slots[i]);
+                        table->slot_taken[table->slots[i]] = false;
                         table->count--;
                         table->pids[i] = table->pids[table->count];
                         table->hosts[i] = table->hosts[table->count];
+                        table->slots[i] = table->slots[table->count];
                         return;
                 }
 }
@@ -89,6 +111,8 @@ void guard_sessions_end(struct guard_sessions *table, int grace_ms)
         }
         free(table->pids);
         free(table->hosts);
+        free(table->slots);
+        free(table->slot_taken);
 }
 
 int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root,

@@ -10,22 +10,31 @@
 #include "dataconn.h"
 
 struct ds_error;
+struct ds_shared_budget;
 
-/* The running sessions: one child process each. */
+/* The running sessions: one child process each, each with a slot of its own in the memory
+ * budget (0 to max - 1) that is given back when it is reaped, however it ended. */
 struct guard_sessions {
         unsigned max;          /* sessions at once */
         unsigned max_per_host; /* sessions from one client address (IPv6: one /64) */
         unsigned count;
         pid_t *pids;
         struct ds_ftp_addr *hosts;
+        unsigned *slots;                 /* each session's budget slot */
+        bool *slot_taken;                /* max of them */
+        struct ds_shared_budget *budget; /* may be NULL */
 };
 
-int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host);
+int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max_per_host,
+                        struct ds_shared_budget *budget);
 /* Why a new session from peer may not start ("too many sessions", ...), or NULL. Sessions
  * count as from one address as failed logins do (throttle_key_of). */
 const char *guard_sessions_refuse(const struct guard_sessions *table,
                                   const struct ds_ftp_addr *peer);
-void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer);
+/* The budget slot the next session gets (there is one: guard_sessions_refuse said so). */
+unsigned guard_sessions_free_slot(const struct guard_sessions *table);
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer,
+                        unsigned slot);
 /* Reaps the sessions that have ended, without waiting. */
 void guard_sessions_reap(struct guard_sessions *table);
 /* Sends SIGTERM to every session and waits for them, at most grace_ms; then SIGKILL. */

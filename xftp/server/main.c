@@ -42,9 +42,12 @@ static void usage(void)
             "  --direct-reads         read a one-directory store with O_DIRECT\n"
             "  --max-sessions N       sessions at once (default 64)\n"
             "  --max-per-host N       sessions from one address (default 16)\n"
-            "  --idle SEC             end a session silent this long (default 300)\n"
+            "  --idle SEC             end a session silent this long, or not taking a\n"
+            "                         reply within it (default 300)\n"
             "  --login-timeout SEC    end a session not logged in by then (default 30)\n"
             "  --data-timeout SEC     deadline of each data connection's set-up (default 30)\n"
+            "  --max-mem SIZE         transfer buffers of all sessions together; a transfer\n"
+            "                         beyond it is refused with 451 (default: RAM/8)\n"
             "  --max-fails N          failed logins before a session ends (default 3)\n"
             "  --max-host-fails N     failed logins from one address, over all its\n"
             "                         sessions, before it is refused (default 10)\n"
@@ -63,6 +66,7 @@ struct options {
         const char *roots, *users_file, *listen_addr, *run_as;
         bool anonymous, allow_root, direct_reads, fxp;
         size_t block;
+        uint64_t max_mem;
         unsigned max_sessions, max_per_host, max_fails, max_host_fails;
         int idle_ms, login_ms, data_ms, ban_ms;
 };
@@ -85,6 +89,7 @@ enum {
         OPT_ADD_USER,
         OPT_DIRECT_READS,
         OPT_FXP,
+        OPT_MAX_MEM,
         OPT_VERSION
 };
 
@@ -185,6 +190,9 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_DATA:
                 o->data_ms = ds_cli_ms("--data-timeout", optarg);
                 break;
+        case OPT_MAX_MEM:
+                o->max_mem = ds_cli_size("--max-mem", optarg, 1u << 20, UINT64_MAX / 2);
+                break;
         case OPT_MAX_FAILS:
                 o->max_fails = count_arg("--max-fails", optarg, 1000);
                 break;
@@ -234,6 +242,7 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"idle", required_argument, NULL, OPT_IDLE},
             {"login-timeout", required_argument, NULL, OPT_LOGIN},
             {"data-timeout", required_argument, NULL, OPT_DATA},
+            {"max-mem", required_argument, NULL, OPT_MAX_MEM},
             {"max-fails", required_argument, NULL, OPT_MAX_FAILS},
             {"max-host-fails", required_argument, NULL, OPT_MAX_HOST_FAILS},
             {"ban-time", required_argument, NULL, OPT_BAN_TIME},
@@ -273,6 +282,15 @@ static void parse_options(int argc, char **argv, struct options *o)
                 errx(2, "--root is required (try 'xftpd --help')");
         if (!o->users_file && !o->anonymous)
                 errx(2, "--users FILE is required, or --anonymous for a read-only server");
+        /* Less than one plain transfer's buffers (depth 4, xfer.h) would refuse them all:
+         * given, that is a mistake; by default, one transfer at a time is the least. */
+        uint64_t one_transfer = 4 * (uint64_t)o->block;
+        if (o->max_mem && o->max_mem < one_transfer)
+                errx(2, "--max-mem: %llu bytes is less than one transfer's buffers (4 x -b %zu)",
+                     (unsigned long long)o->max_mem, o->block);
+        if (!o->max_mem)
+                o->max_mem =
+                    ds_budget_default() > one_transfer ? ds_budget_default() : one_transfer;
 }
 
 /* Starts a session for the client on fd unless a limit refuses it (421 and closed). */
@@ -296,16 +314,19 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                 close(fd);
                 return;
         }
+        unsigned slot = guard_sessions_free_slot(table);
         pid_t pid = fork();
         if (pid == 0) {
+                struct xftpd_config own = *config;
+                own.budget_slot = slot;
                 close(listen_fd);
                 close(throttle->report_fd[0]); /* sessions only write to the listener */
-                _exit(xftpd_session_run(config, fd));
+                _exit(xftpd_session_run(&own, fd));
         }
         if (pid < 0)
                 warn("fork");
         else
-                guard_sessions_add(table, pid, &peer);
+                guard_sessions_add(table, pid, &peer, slot);
         close(fd);
 }
 
@@ -329,7 +350,7 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
         struct ds_accept_guard shortage = {0};
         int status = 0;
 
-        if (guard_sessions_init(&table, o->max_sessions, o->max_per_host) < 0)
+        if (guard_sessions_init(&table, o->max_sessions, o->max_per_host, config->budget) < 0)
                 errx(1, "out of memory");
         while (!ds_stopping()) {
                 /* Short waits: failed logins that sessions report are counted within one. */
@@ -389,6 +410,10 @@ int main(int argc, char **argv)
                 errx(1, "%s", err.text);
         ds_cli_catch_stop(&stop);
         xftpd_session_catch_ban();
+        struct ds_shared_budget *budget;
+        rc = ds_shared_budget_create(&budget, o.max_mem, o.max_sessions);
+        if (rc < 0)
+                errx(1, "memory budget: %s", strerror(-rc));
 
         const struct xftpd_config config = {
             .store = store,
@@ -402,6 +427,7 @@ int main(int argc, char **argv)
             .max_fails = o.max_fails,
             .fail_report_fd = throttle.report_fd[1],
             .stop = &stop,
+            .budget = budget,
         };
         unsigned width = ds_store_width(store);
         fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots, width > 1 ? " (striped)" : "",
@@ -409,6 +435,7 @@ int main(int argc, char **argv)
         int status = serve(listen_fd, &o, &throttle, &config);
         close(listen_fd);
         throttle_close(&throttle);
+        ds_shared_budget_destroy(budget);
         ds_store_close(store);
         xftpd_users_free(users);
         return status;

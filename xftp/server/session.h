@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct ds_live;
+struct ds_shared_budget;
 struct xftpd_users;
 
 /* What every session of one server shares, read-only. */
@@ -31,6 +32,11 @@ struct xftpd_config {
         unsigned max_fails;              /* failed logins before the session ends */
         int fail_report_fd;              /* tells the listener of each failed login */
         atomic_bool *stop;               /* SIGTERM / SIGINT */
+        /* Transfer buffers of all sessions together (--max-mem): each takes its share
+         * before a transfer and gives it back after, in its own slot, which the listener
+         * sets in the session's copy of this config once forked. */
+        struct ds_shared_budget *budget;
+        unsigned budget_slot;
 };
 
 /* Called once in the listener, before any session starts: SIGUSR1, which the listener

@@ -6,6 +6,7 @@
 
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
+#include <dragstrip/serve.h>
 
 #include "modee.h"
 #include "xfer.h"
@@ -335,6 +336,24 @@ static void await_hangup(struct session *s)
                 atomic_store(&s->ctl_gone, true);
 }
 
+/* Takes bytes of the memory budget that all sessions share (--max-mem) for what this
+ * session is about to allocate, or replies 451: a server never commits more than it
+ * was given, however many clients ask at once. */
+static bool budget_take(struct session *s, uint64_t bytes)
+{
+        if (bytes == 0 || !s->config->budget ||
+            ds_shared_budget_take(s->config->budget, s->config->budget_slot, bytes))
+                return true;
+        session_reply(s, "451 Server memory budget exhausted; try fewer streams or later.");
+        return false;
+}
+
+static void budget_give(struct session *s, uint64_t bytes)
+{
+        if (bytes > 0 && s->config->budget)
+                ds_shared_budget_give(s->config->budget, s->config->budget_slot, bytes);
+}
+
 /* Opens the data connections, moves the data, closes them. Returns the pipeline's
  * result; job->connected says whether it ran. */
 static int run_job(struct session *s, struct job *job)
@@ -344,8 +363,14 @@ static int run_job(struct session *s, struct job *job)
         enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
         struct watch w;
 
+        job->opts.block = s->config->block;
+        uint64_t need =
+            ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
+        if (!budget_take(s, need))
+                return -ENOMEM;
         int rc = watch_start(&w, s);
         if (rc < 0) {
+                budget_give(s, need);
                 session_reply(s, "451 Cannot start the transfer.");
                 return rc;
         }
@@ -354,7 +379,6 @@ static int run_job(struct session *s, struct job *job)
         if (rc == 0) {
                 session_reply(s, "150 Opening %s data connection%s.",
                               mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
-                job->opts.block = s->config->block;
                 job->opts.idle_ms = s->config->idle_ms;
                 job->opts.stop = &s->xfer_stop;
                 job->opts.live = s->live ? ds_live_segment(s->live) : NULL;
@@ -372,6 +396,7 @@ static int run_job(struct session *s, struct job *job)
                         await_hangup(s);
         }
         watch_stop(&w);
+        budget_give(s, need);
         return rc;
 }
 
@@ -675,13 +700,31 @@ static void reply_hash(struct session *s, int rc, const char *arg, uint64_t star
         }
 }
 
-void xfer_cmd_hash(struct session *s, const char *arg)
+/* Hashes [start, stop) of xfile and replies. Hashing a large file takes long: the watcher
+ * lets ABOR, a hang-up or SIGTERM end it. */
+static void run_hash(struct session *s, struct ds_xfile *xfile, const char *arg, uint64_t start,
+                     uint64_t stop)
 {
-        char path[DS_STORE_PATH_MAX], hex[DS_HASH_HEX_MAX];
-        struct ds_store_file *file = NULL;
+        char hex[DS_HASH_HEX_MAX];
         struct ds_error err;
         struct watch w;
-        uint64_t size = 0, end = 0;
+        uint64_t end = 0;
+
+        if (watch_start(&w, s) < 0) {
+                session_reply(s, "451 Cannot start the hash.");
+                return;
+        }
+        int rc = ds_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
+                              hex, &end, &err);
+        watch_stop(&w);
+        reply_hash(s, rc, arg, start, end, hex, &err);
+}
+
+void xfer_cmd_hash(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct ds_store_file *file = NULL;
+        uint64_t size = 0;
 
         int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
@@ -700,15 +743,9 @@ void xfer_cmd_hash(struct session *s, const char *arg)
                 session_reply(s,
                               "554 RANG start %llu lies at or beyond the end of %s (%llu bytes).",
                               (unsigned long long)start, arg, (unsigned long long)size);
-        } else if (watch_start(&w, s) < 0) {
-                session_reply(s, "451 Cannot start the hash.");
-        } else {
-                /* Hashing a large file takes long: the watcher lets ABOR, a hang-up or
-                 * SIGTERM end it. */
-                rc = ds_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
-                                  hex, &end, &err);
-                watch_stop(&w);
-                reply_hash(s, rc, arg, start, end, hex, &err);
+        } else if (budget_take(s, s->config->block)) { /* ds_hash_file's one buffer */
+                run_hash(s, xfile, arg, start, stop);
+                budget_give(s, s->config->block);
         }
         if (file)
                 ds_store_file_close(file, false);
