@@ -6,7 +6,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${XFTPD_NETNS:-}" ] && unshare -n -m true 2>/de
 	XFTPD_NETNS=1 exec unshare -n -m bash -c \
 		'ip link set lo up; ip addr add fd00:d5::1/128 dev lo; exec bash "$0" "$@"' "$0" "$@"
 fi
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 xftpd=$DS_BIN/xftpd
 user=alice pass='s3cret pass'
 
