@@ -183,6 +183,7 @@ struct ds_stripe_entry {
         enum ds_stripe_state state;
         const struct ds_stripe_info *info; /* DS_STRIPE_OK only */
         const char *problem;               /* otherwise: why, one line */
+        bool leftover; /* DS_STRIPE_PARTIAL that no running put holds: fsck removes it */
 };
 
 #define DS_STRIPE_SCAN_HIDDEN 1u /* names starting with '.' too */
