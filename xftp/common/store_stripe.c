@@ -130,15 +130,19 @@ struct list_ctx {
         struct stripe_dir *dir;
         ds_store_list_fn fn;
         void *ctx;
+        bool leftovers; /* members of an upload cut short were seen */
 };
 
-static int list_file(const char *name, const struct ds_stripe_info *info, const char *problem,
-                     void *arg)
+static int list_file(const struct ds_stripe_entry *entry, void *arg)
 {
         struct list_ctx *l = arg;
+        const struct ds_stripe_info *info = entry->info;
+        const char *name = entry->name;
         struct stat sb;
 
-        if (problem || store_own_name(name) || fstatat(l->dir->fds[0], name, &sb, 0) < 0)
+        l->leftovers |= entry->leftover;
+        if (entry->state != DS_STRIPE_OK || store_own_name(name) ||
+            fstatat(l->dir->fds[0], name, &sb, 0) < 0)
                 return 0;
         struct ds_store_stat st = {
             .size = info->size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
@@ -175,7 +179,12 @@ static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, 
                 closedir(d);
         struct list_ctx l = {.dir = &dir, .fn = fn, .ctx = ctx};
         if (rc == 0)
-                rc = ds_stripe_list(dir.dirs, dir.n, list_file, &l, NULL);
+                rc = ds_stripe_scan(dir.dirs, dir.n, 0, list_file, &l, NULL);
+        /* A session killed mid-upload leaves members no one will commit. The listing has
+         * already told them from running uploads (which hold their members locked); only
+         * then does the directory get a sweep, which removes just the unlocked ones. */
+        if (l.leftovers)
+                ds_stripe_fsck(dir.dirs, dir.n, NULL, NULL, NULL);
         dir_close(&dir);
         return rc;
 }
@@ -215,9 +224,52 @@ static int smkdir(struct ds_store *store, const char *path)
         return each_root(store, path, op_mkdir, op_rmdir);
 }
 
+/* Removes what uploads cut short left in path (members no running upload holds): they
+ * are the store's own and would keep the directory from being removed. */
+static void sweep_dir(struct ds_store *store, const char *path)
+{
+        struct stripe_dir dir;
+
+        if (dir_open(store, path, &dir) == 0) {
+                ds_stripe_fsck(dir.dirs, dir.n, NULL, NULL, NULL);
+                dir_close(&dir);
+        }
+}
+
 static int srmdir(struct ds_store *store, const char *path)
 {
+        sweep_dir(store, path);
         return each_root(store, path, op_rmdir, NULL);
+}
+
+/* sweep_dir over the whole tree, confined beneath the roots like every other walk, at
+ * most SWEEP_DEPTH directories deep. */
+#define SWEEP_DEPTH 64
+static void sweep_tree(struct ds_store *store, const char *path, unsigned depth)
+{
+        struct stripe_store *stripe_store = (struct stripe_store *)store;
+        char child[DS_STORE_PATH_MAX];
+        struct dirent *entry;
+        struct stat sb;
+
+        sweep_dir(store, path);
+        int fd = store_openat2(stripe_store->root_fds[0], path, O_RDONLY | O_DIRECTORY, 0);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while (depth < SWEEP_DEPTH && (entry = readdir(d))) {
+                const char *name = entry->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || store_own_name(name) ||
+                    fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
+                        continue;
+                int len = snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", name);
+                if (len > 0 && (size_t)len < sizeof(child))
+                        sweep_tree(store, child, depth + 1);
+        }
+        closedir(d);
 }
 
 static int sunlink(struct ds_store *store, const char *path)
@@ -446,6 +498,9 @@ int store_stripe_open(struct ds_store **out, const char *roots, struct ds_error 
                 sclose(&store->base);
                 return rc;
         }
+        /* Uploads cut short by a crash or a kill of the server go at start; later ones when
+         * their directory is next listed, or removed. */
+        sweep_tree(&store->base, "", 0);
         *out = &store->base;
         return 0;
 }
