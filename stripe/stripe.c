@@ -60,6 +60,16 @@ void stripe_unlock(int lock_fd)
                 close(lock_fd);
 }
 
+int ds_stripe_lock(const char *dir0, bool exclusive, struct ds_error *err)
+{
+        return stripe_lock(dir0, exclusive ? LOCK_EX : LOCK_SH, err);
+}
+
+void ds_stripe_unlock(int lock_fd)
+{
+        stripe_unlock(lock_fd);
+}
+
 /* A FIFO or a device under a member's name must neither block the open nor be read:
  * O_NONBLOCK keeps open() from waiting for a FIFO's writer, fstat() refuses the rest. */
 int stripe_open_entry(const char *path, int flags)

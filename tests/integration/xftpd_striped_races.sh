@@ -56,8 +56,8 @@ PY
 "$stripe" fsck "$dirs" >"$work/fsck" 2>&1 || fail "stripe fsck: $(cat "$work/fsck")"
 pass "30 rounds of two uploads of one name at once: one of them whole each time (RETR, SIZE, verify, fsck)"
 
-# Overwrites of one name, back to back from two sessions, while a third reads it: every
-# RETR is a whole old or new file.
+# Overwrites of one name, back to back from two sessions (STOR over it, and RNFR/RNTO of
+# a new file onto it), while a third reads it: every RETR is a whole old or new file.
 reads=${XFTPD_RACE_READS:-300}
 python3 - "$port" "$user" "$pass" "$reads" <<'PY' || fail "RETR racing overwrites"
 import ftplib, io, sys, threading
@@ -80,7 +80,12 @@ def writer(first):
     ftp, k = session(), first
     while not done.is_set():
         try:
-            ftp.storbinary('STOR race.bin', io.BytesIO(bodies[k]))
+            # One writer stores over the name, the other renames a new file onto it.
+            if first == 0:
+                ftp.storbinary('STOR race.bin', io.BytesIO(bodies[k]))
+            else:
+                ftp.storbinary('STOR race.new', io.BytesIO(bodies[k]))
+                ftp.rename('race.new', 'race.bin')
         except ftplib.all_errors as e:
             errors.append('STOR: %s' % e)
             return
@@ -110,5 +115,5 @@ assert not bad, '%d of %d reads failed: %s' % (len(bad), reads, bad[:5])
 print('%d reads, each whole' % reads)
 PY
 "$stripe" verify --data "$dirs" race.bin >/dev/null 2>&1 || fail "race.bin does not verify after the race"
-pass "$reads RETRs racing overwrites from two sessions: each a whole version"
+pass "$reads RETRs racing overwrites (STOR, RNTO) from two sessions: each a whole version"
 log_clean

@@ -288,11 +288,33 @@ static int sunlink(struct ds_store *store, const char *path)
         return rc < 0 ? rc : 0;
 }
 
+/* The commit locks of both directories (one when they are the same), exclusive, taken in
+ * inode order so that two renames the opposite way round cannot each hold one. */
+static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst, int locks[2])
+{
+        const struct stripe_dir *order[2] = {src, dst};
+        struct stat a, b;
+
+        locks[0] = locks[1] = -1;
+        if (fstat(src->fds[0], &a) < 0 || fstat(dst->fds[0], &b) < 0)
+                return -errno;
+        bool same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+        if (!same && (a.st_dev > b.st_dev || (a.st_dev == b.st_dev && a.st_ino > b.st_ino))) {
+                order[0] = dst;
+                order[1] = src;
+        }
+        for (unsigned i = 0; i < (same ? 1u : 2u); i++)
+                if ((locks[i] = ds_stripe_lock(order[i]->dirs[0], true, NULL)) < 0)
+                        return locks[i];
+        return 0;
+}
+
 static int srename(struct ds_store *store, const char *from, const char *to)
 {
         struct stripe_dir src, dst;
         const char *from_leaf, *to_leaf;
         struct stat sb;
+        int locks[2] = {-1, -1};
         int rc = parent_open(store, from, &src, &from_leaf);
         if (rc < 0)
                 return rc;
@@ -301,7 +323,10 @@ static int srename(struct ds_store *store, const char *from, const char *to)
                 dir_close(&src);
                 return rc;
         }
-        if (fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+        /* Readers and commits of either name see all of the member renames or none. */
+        rc = lock_pair(&src, &dst, locks);
+        if (rc == 0 && fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(sb.st_mode))
                 rc = -EEXIST;
         /* Member by member: each rename is atomic, and a failure part-way is undone. */
         unsigned done = 0;
@@ -313,6 +338,8 @@ static int srename(struct ds_store *store, const char *from, const char *to)
                 done--;
                 renameat(dst.fds[done], to_leaf, src.fds[done], from_leaf);
         }
+        ds_stripe_unlock(locks[0]);
+        ds_stripe_unlock(locks[1]);
         dir_close(&src);
         dir_close(&dst);
         return rc;
