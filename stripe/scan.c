@@ -271,7 +271,7 @@ int ds_stripe_scan(const char *const *dirs, unsigned ndirs, unsigned flags, ds_s
 
         for (unsigned i = 0; rc == 0 && i < ndirs; i++)
                 rc = collect(dirs[i], flags, &list, err);
-        if (rc == 0)
+        if (rc == 0 && list.count > 0) /* qsort of NULL is undefined, even for none */
                 qsort(list.items, list.count, sizeof(*list.items), seen_order);
         for (size_t i = 0; rc == 0 && i < list.count; i++) {
                 if (i > 0 && strcmp(list.items[i].name, list.items[i - 1].name) == 0)
