@@ -8,9 +8,14 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <dragstrip/stop.h>
+
 #include "stripe_int.h"
+
+#define LOCK_WAIT_MS 30000u /* the longest wait for the commit lock */
 
 const char *stripe_hex_id(char out[2 * DS_STRIPE_SET_ID_SIZE + 1], const uint8_t *id)
 {
@@ -39,19 +44,33 @@ char *stripe_tmp_path(const char *dir, const uint8_t *set_id, const char *name)
 int stripe_lock(const char *dir0, int op, struct ds_error *err)
 {
         int fd = open(dir0, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        unsigned step_us = 100;
 
         if (fd < 0)
                 return ds_fail(err, -errno, "open directory %s to lock it", dir0);
-        /* No deadline: holders keep it for a few renames or opens (and one directory fsync),
-         * and a holder that dies lets go. A signal retries rather than fail a commit. */
-        while (flock(fd, op) != 0) {
-                if (errno != EINTR) {
-                        int rc = ds_fail(err, -errno, "lock directory %s", dir0);
+        /* Holders keep it for a few renames or opens and one directory fsync, so short
+         * polls wait little. The wait still ends on a stop, and after LOCK_WAIT_MS: what
+         * holds it that long is no commit but someone keeping the directory locked. */
+        for (uint64_t waited_us = 0;; waited_us += step_us) {
+                int rc = flock(fd, op | LOCK_NB) == 0 ? 0 : -errno;
+                if (rc == 0)
+                        return fd;
+                if (rc != -EWOULDBLOCK && rc != -EINTR)
+                        rc = ds_fail(err, rc, "lock directory %s", dir0);
+                else if (ds_stopping())
+                        rc = stripe_reject(err, -EINTR, "stopped waiting for the lock of %s", dir0);
+                else if (waited_us >= LOCK_WAIT_MS * 1000ull)
+                        rc = stripe_reject(err, -ETIMEDOUT, "%s stayed locked for %u s", dir0,
+                                           LOCK_WAIT_MS / 1000);
+                else
+                        rc = 0;
+                if (rc != 0) {
                         close(fd);
                         return rc;
                 }
+                nanosleep(&(struct timespec){.tv_nsec = (long)step_us * 1000}, NULL);
+                step_us = step_us < 5000 ? 2 * step_us : 10000;
         }
-        return fd;
 }
 
 void stripe_unlock(int lock_fd)

@@ -123,7 +123,8 @@ void data_crc_reset(struct data_crc *crc);
  * see all of those changes or none. Member 0's directory is the lock: held exclusively
  * (LOCK_EX) across such changes, shared (LOCK_SH) by a reader while it opens the members.
  * Every holder keeps it for renames and opens only, never for data I/O. Returns a
- * descriptor for stripe_unlock() or a negative errno. */
+ * descriptor for stripe_unlock() or a negative errno: -EINTR when a stop came first,
+ * -ETIMEDOUT after 30 s (someone holds the directory locked for good). */
 int stripe_lock(const char *dir0, int op, struct ds_error *err);
 void stripe_unlock(int lock_fd);
 /* One directory per disk, 1 to DS_STRIPE_MAX_WIDTH of them, each a directory. */

@@ -1,5 +1,6 @@
 # Commits are one act per name: two `stripe put -f` of one name at once always leave one
-# of the two whole, and a get racing puts reads a whole old or new file.
+# of the two whole, and a get racing puts reads a whole old or new file. A put waiting for
+# the commit lock that someone else keeps still stops on SIGTERM.
 source "$DS_SRC/tests/integration/lib.sh"
 stripe=$DS_BIN/stripe
 mkdir -p "$work"/d{0..2}
@@ -40,3 +41,17 @@ pass "$gets gets racing puts: each a whole version"
 "$stripe" fsck "$D" >"$work/out" 2>&1 || fail "fsck: $(cat "$work/out")"
 "$stripe" verify --data "$D" f >/dev/null || fail "f does not verify at the end"
 pass "fsck and verify clean after the races"
+
+# The commit lock is member 0's directory, flocked: a put that waits for it ends on SIGTERM.
+flock -x "$work/d0" sleep 30 >/dev/null 2>&1 &
+holder=$!
+sleep 0.3
+start=$(date +%s%N)
+status=0
+timeout --preserve-status -s TERM 1 "$stripe" put -f -u 64K "$work/b" "$D" f >/dev/null 2>"$work/err" || status=$?
+took=$((($(date +%s%N) - start) / 1000000))
+kill_tree "$holder"
+[ "$status" -eq 143 ] || fail "put waiting for the lock: exit $status, expected 143: $(cat "$work/err")"
+[ "$took" -lt 3000 ] || fail "put waiting for the lock took $took ms to stop"
+"$stripe" verify --data "$D" f >/dev/null || fail "f does not verify after the stopped put"
+pass "a put waiting for the commit lock stops on SIGTERM ($took ms), the file whole"

@@ -167,7 +167,7 @@ int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, 
  * directory, dir0, flocked (exclusive or shared) while names change or members open. A
  * caller that changes member names itself (a rename across directories) holds it
  * exclusively around that. Returns a descriptor for ds_stripe_unlock() or a negative
- * errno. */
+ * errno: -EINTR when a stop (stop.h) came first, -ETIMEDOUT when it stayed held 30 s. */
 int ds_stripe_lock(const char *dir0, bool exclusive, struct ds_error *err);
 void ds_stripe_unlock(int lock_fd);
 
