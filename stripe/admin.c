@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,14 +103,12 @@ int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *n
         return rc ? rc : crc;
 }
 
-int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
-                     struct ds_error *err)
+/* Removes the members of name; the caller holds the directories' lock. */
+static int unlink_members(const char *const *dirs, unsigned ndirs, const char *name,
+                          struct ds_error *err)
 {
         int removed = 0, rc;
 
-        if ((rc = ds_stripe_name_check(name, err)) != 0 ||
-            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0)
-                return rc;
         /* Committed members still under temporary names first, so none outlives member 0. */
         if ((rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
                 return rc;
@@ -136,6 +135,20 @@ int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                 return stripe_reject(err, -ENOENT, "no striped file '%s' in these directories",
                                      name);
         return removed;
+}
+
+int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
+                     struct ds_error *err)
+{
+        int lock, rc;
+
+        if ((rc = ds_stripe_name_check(name, err)) != 0 ||
+            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0 ||
+            (rc = lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0)
+                return rc;
+        rc = unlink_members(dirs, ndirs, name, err);
+        stripe_unlock(lock);
+        return rc;
 }
 
 struct list_adapter {

@@ -206,8 +206,8 @@ int cmd_put(const struct stripe_cmd *cmd)
         options.live = ds_live_segment(t.live);
         rc =
             ds_stripe_create(&t.stripe, (const char *const *)t.dirs, t.ndirs, t.name, &options, &e);
-        if (rc != 0)
-                errx(1, "put: %s", e.text);
+        if (rc != 0) /* a stop while it waited for the commit lock: 130/143 */
+                errx(rc == -EINTR && cmd_interrupted ? ds_stop_status() : 1, "put: %s", e.text);
         cmd_note_buffered(t.stripe, (const char *const *)t.dirs);
         transfer_started(&t, total);
         rc = ds_stripe_stream_pool(t.stripe, &t.pool, &e);
@@ -342,8 +342,8 @@ int cmd_get(const struct stripe_cmd *cmd)
         transfer_begin(&t, "get", to_stdout);
         options.live = ds_live_segment(t.live);
         rc = ds_stripe_open(&t.stripe, (const char *const *)t.dirs, t.ndirs, t.name, &options, &e);
-        if (rc != 0)
-                errx(1, "get: %s", e.text);
+        if (rc != 0) /* a stop while it waited for the commit lock: 130/143 */
+                errx(rc == -EINTR && cmd_interrupted ? ds_stop_status() : 1, "get: %s", e.text);
         cmd_note_buffered(t.stripe, (const char *const *)t.dirs);
         ds_stripe_stat(t.stripe, &info);
         transfer_started(&t, info.size);

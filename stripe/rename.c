@@ -69,7 +69,7 @@ int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, 
 {
         struct ds_stripe_info info;
         struct rename_member *members;
-        int rc;
+        int lock, rc;
 
         if ((rc = ds_stripe_name_check(to, err)) != 0)
                 return rc;
@@ -78,13 +78,18 @@ int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, 
         /* Only a whole file is renamed: every member present and consistent. */
         if ((rc = ds_stripe_verify(dirs, ndirs, from, false, &info, err)) != 0)
                 return rc;
-        if ((rc = stripe_sweep(dirs, ndirs, to, NULL, NULL, err)) < 0 ||
-            (rc = stripe_sweep(dirs, ndirs, from, NULL, NULL, err)) < 0)
-                return rc;
         members = calloc(ndirs, sizeof(*members));
         if (!members)
                 return ds_fail(err, -ENOMEM, "rename %s", from);
+        /* One act for readers and for commits of either name, as a put's commit is. */
+        if ((lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0) {
+                free(members);
+                return lock;
+        }
         rc = plan(members, dirs, ndirs, from, to, info.set_id, err);
+        if (rc == 0 && (rc = stripe_sweep(dirs, ndirs, to, NULL, NULL, err)) >= 0)
+                rc = stripe_sweep(dirs, ndirs, from, NULL, NULL, err);
+        rc = rc < 0 ? rc : 0;
         for (unsigned i = 0; rc == 0 && !replace && i < ndirs; i++)
                 if (access(members[i].to, F_OK) == 0)
                         rc = stripe_reject(err, -EEXIST, "%s exists (remove it first, or replace)",
@@ -101,6 +106,7 @@ int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, 
                         if (members[i].linked)
                                 unlink(members[i].link);
                 rename_free(members, ndirs);
+                stripe_unlock(lock);
                 return rc;
         }
         rc = stripe_sync_dir_of(members[0].to, err);
@@ -112,5 +118,6 @@ int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, 
                         rc = ds_fail(err, -errno, "member %u: remove %s", i, members[i].from);
         }
         rename_free(members, ndirs);
+        stripe_unlock(lock);
         return rc;
 }

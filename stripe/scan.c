@@ -50,7 +50,7 @@ static bool parse_tmp(const char *entry, uint8_t set_id[DS_STRIPE_SET_ID_SIZE], 
 /* True when a running put holds the temporary member at path (it keeps it locked). */
 static bool held(const char *path, bool take)
 {
-        int fd = stripe_open_entry(path, O_RDONLY);
+        int fd = stripe_open_entry(path, O_RDONLY | O_NOFOLLOW);
         bool busy;
 
         if (fd < 0)
@@ -132,9 +132,13 @@ int stripe_sweep(const char *const *dirs, unsigned ndirs, const char *name,
 int ds_stripe_fsck(const char *const *dirs, unsigned ndirs, ds_stripe_sweep_fn report, void *ctx,
                    struct ds_error *err)
 {
-        int rc = stripe_check_dirs(dirs, ndirs, err);
+        int lock, rc = stripe_check_dirs(dirs, ndirs, err);
 
-        return rc != 0 ? rc : stripe_sweep(dirs, ndirs, NULL, report, ctx, err);
+        if (rc != 0 || (rc = lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0)
+                return rc;
+        rc = stripe_sweep(dirs, ndirs, NULL, report, ctx, err);
+        stripe_unlock(lock);
+        return rc;
 }
 
 /* One name seen in the directories: as a member under its final name, or only as a
@@ -241,10 +245,10 @@ static int report_name(const char *const *dirs, unsigned ndirs, const struct see
 
         if (!s->member) {
                 entry.state = DS_STRIPE_PARTIAL;
-                entry.problem = held(s->tmp_path, false)
-                                    ? "uncommitted: a put is writing it"
-                                    : "uncommitted: left by a put cut short (stripe fsck "
-                                      "removes it)";
+                entry.leftover = !held(s->tmp_path, false);
+                entry.problem = entry.leftover ? "uncommitted: left by a put cut short (stripe "
+                                                 "fsck removes it)"
+                                               : "uncommitted: a put is writing it";
                 return fn(&entry, ctx);
         }
         if (stripe_probe(&stripe, dirs, ndirs, s->name, NULL, &problem) != 0) {
@@ -267,7 +271,7 @@ int ds_stripe_scan(const char *const *dirs, unsigned ndirs, unsigned flags, ds_s
 
         for (unsigned i = 0; rc == 0 && i < ndirs; i++)
                 rc = collect(dirs[i], flags, &list, err);
-        if (rc == 0)
+        if (rc == 0 && list.count > 0) /* qsort of NULL is undefined, even for none */
                 qsort(list.items, list.count, sizeof(*list.items), seen_order);
         for (size_t i = 0; rc == 0 && i < list.count; i++) {
                 if (i > 0 && strcmp(list.items[i].name, list.items[i - 1].name) == 0)

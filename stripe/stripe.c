@@ -8,9 +8,14 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <dragstrip/stop.h>
+
 #include "stripe_int.h"
+
+#define LOCK_WAIT_MS 30000u /* the longest wait for the commit lock */
 
 const char *stripe_hex_id(char out[2 * DS_STRIPE_SET_ID_SIZE + 1], const uint8_t *id)
 {
@@ -34,6 +39,54 @@ char *stripe_tmp_path(const char *dir, const uint8_t *set_id, const char *name)
 
         snprintf(prefix, sizeof(prefix), "%s%s.", DS_STRIPE_TMP_PREFIX, stripe_hex_id(id, set_id));
         return stripe_join(dir, prefix, name);
+}
+
+int stripe_lock(const char *dir0, int op, struct ds_error *err)
+{
+        int fd = open(dir0, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        unsigned step_us = 100;
+
+        if (fd < 0)
+                return ds_fail(err, -errno, "open directory %s to lock it", dir0);
+        /* Holders keep it for a few renames or opens and one directory fsync, so short
+         * polls wait little. The wait still ends on a stop, and after LOCK_WAIT_MS: what
+         * holds it that long is no commit but someone keeping the directory locked. */
+        for (uint64_t waited_us = 0;; waited_us += step_us) {
+                int rc = flock(fd, op | LOCK_NB) == 0 ? 0 : -errno;
+                if (rc == 0)
+                        return fd;
+                if (rc != -EWOULDBLOCK && rc != -EINTR)
+                        rc = ds_fail(err, rc, "lock directory %s", dir0);
+                else if (ds_stopping())
+                        rc = stripe_reject(err, -EINTR, "stopped waiting for the lock of %s", dir0);
+                else if (waited_us >= LOCK_WAIT_MS * 1000ull)
+                        rc = stripe_reject(err, -ETIMEDOUT, "%s stayed locked for %u s", dir0,
+                                           LOCK_WAIT_MS / 1000);
+                else
+                        rc = 0;
+                if (rc != 0) {
+                        close(fd);
+                        return rc;
+                }
+                nanosleep(&(struct timespec){.tv_nsec = (long)step_us * 1000}, NULL);
+                step_us = step_us < 5000 ? 2 * step_us : 10000;
+        }
+}
+
+void stripe_unlock(int lock_fd)
+{
+        if (lock_fd >= 0)
+                close(lock_fd);
+}
+
+int ds_stripe_lock(const char *dir0, bool exclusive, struct ds_error *err)
+{
+        return stripe_lock(dir0, exclusive ? LOCK_EX : LOCK_SH, err);
+}
+
+void ds_stripe_unlock(int lock_fd)
+{
+        stripe_unlock(lock_fd);
 }
 
 /* A FIFO or a device under a member's name must neither block the open nor be read:
@@ -123,6 +176,7 @@ void stripe_free(struct ds_stripe *stripe)
                 free(m->path);
                 free(m->tmp_path);
         }
+        free(stripe->lock_dir);
         pthread_mutex_destroy(&stripe->done_lock);
         pthread_cond_destroy(&stripe->done_cond);
         free(stripe->slots);
@@ -171,6 +225,10 @@ static int stripe_new(struct ds_stripe **out, const char *const *dirs, unsigned 
             (rc = stripe_check_dirs(dirs, ndirs, err)) != 0)
                 return rc;
         *out = stripe_alloc(ndirs, options);
+        if (*out && !((*out)->lock_dir = strdup(dirs[0]))) {
+                stripe_free(*out);
+                *out = NULL;
+        }
         if (!*out)
                 return ds_fail(err, -ENOMEM, "allocate a striped file of %u members", ndirs);
         return 0;
@@ -181,13 +239,15 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                      struct ds_error *err)
 {
         struct ds_stripe *stripe;
-        int rc;
+        int lock = -1, rc;
 
         if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
         /* What a crash left of earlier puts of this name goes first: committed members are
-         * put in place, uncommitted ones removed. */
-        if ((rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
+         * put in place, uncommitted ones removed. The lock also covers the members' creation
+         * up to their own locks, so no sweep takes a new member for a leftover. */
+        if ((rc = lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0 ||
+            (rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
                 goto fail;
         stripe->layout.width = ndirs;
         stripe->layout.unit = options && options->unit ? options->unit : DS_STRIPE_DEFAULT_UNIT;
@@ -231,11 +291,14 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                 data_crc_reset(&m->read);
                 m->written.ok = stripe->checksums;
         }
+        stripe_unlock(lock);
+        lock = -1;
         if ((rc = stripe_write_headers(stripe, err)) != 0)
                 goto fail;
         *out = stripe;
         return 0;
 fail:
+        stripe_unlock(lock);
         remove_temporaries(stripe);
         stripe_free(stripe);
         return rc;
@@ -389,11 +452,19 @@ int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs
 {
         struct ds_stripe *stripe;
         unsigned missing = 0;
-        int rc;
+        int lock, rc;
 
         if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
         stripe->writable = (stripe->flags & DS_STRIPE_WRITE) != 0;
+        /* Every member opened under one lock belongs to one commit; a writer may rename
+         * members into place, so it takes the lock as a commit does. A directory this user
+         * may not read cannot be locked: it is opened as before, unguarded. */
+        lock = stripe_lock(dirs[0], stripe->writable ? LOCK_EX : LOCK_SH, err);
+        if (lock < 0 && lock != -EACCES) {
+                stripe_free(stripe);
+                return lock;
+        }
         for (unsigned i = 0; i < ndirs; i++) {
                 char *path = stripe_join(dirs[i], "", name);
                 if (path && access(path, F_OK) != 0 && errno == ENOENT)
@@ -407,9 +478,11 @@ int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs
         for (unsigned i = 0; i < ndirs; i++)
                 if ((rc = open_member(stripe, i, dirs[i], name, err)) != 0)
                         goto fail;
+        stripe_unlock(lock);
         *out = stripe;
         return 0;
 fail:
+        stripe_unlock(lock);
         stripe_free(stripe);
         return rc;
 }
@@ -503,7 +576,7 @@ int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
 {
         unsigned flags = stripe->flags & DS_STRIPE_REPLACE ? 0 : RENAME_NOREPLACE;
         struct stripe_member *first = &stripe->members[0];
-        int rc;
+        int lock, rc;
 
         if (!stripe->created || stripe->committed)
                 return stripe_reject(err, -EINVAL,
@@ -511,9 +584,16 @@ int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
         stripe->dirty = true;
         if ((rc = sync_members(stripe, SYNC_FILE_AND_DIR, err)) != 0)
                 return rc;
-        if (renameat2(AT_FDCWD, first->tmp_path, AT_FDCWD, first->path, flags) != 0)
-                return ds_fail(err, -errno, "member 0: rename %s to %s", first->tmp_path,
-                               first->path);
+        /* The renames of one commit are one act: a second commit of the name would
+         * otherwise interleave its renames with these and leave members of two sets. */
+        if ((lock = stripe_lock(stripe->lock_dir, LOCK_EX, err)) < 0)
+                return lock;
+        if (renameat2(AT_FDCWD, first->tmp_path, AT_FDCWD, first->path, flags) != 0) {
+                rc =
+                    ds_fail(err, -errno, "member 0: rename %s to %s", first->tmp_path, first->path);
+                stripe_unlock(lock);
+                return rc;
+        }
         stripe->committed = true;
         free(first->tmp_path);
         first->tmp_path = NULL;
@@ -533,6 +613,7 @@ int ds_stripe_commit(struct ds_stripe *stripe, struct ds_error *err)
                         m->tmp_path = NULL;
                 }
         }
+        stripe_unlock(lock);
         return rc;
 }
 

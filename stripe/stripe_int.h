@@ -104,6 +104,7 @@ struct ds_stripe {
         pthread_mutex_t done_lock;
         pthread_cond_t done_cond;
         bool engine_running;
+        char *lock_dir; /* dirs[0]: its lock makes a commit one act (stripe_lock) */
         unsigned width;
         struct stripe_member members[];
 };
@@ -118,6 +119,14 @@ int stripe_sync_all(struct ds_stripe *stripe, enum stripe_sync what, struct ds_e
 void data_crc_reset(struct data_crc *crc);
 
 /* stripe.c */
+/* A commit, sweep, rm or mv changes several directory entries of one name; readers must
+ * see all of those changes or none. Member 0's directory is the lock: held exclusively
+ * (LOCK_EX) across such changes, shared (LOCK_SH) by a reader while it opens the members.
+ * Every holder keeps it for renames and opens only, never for data I/O. Returns a
+ * descriptor for stripe_unlock() or a negative errno: -EINTR when a stop came first,
+ * -ETIMEDOUT after 30 s (someone holds the directory locked for good). */
+int stripe_lock(const char *dir0, int op, struct ds_error *err);
+void stripe_unlock(int lock_fd);
 /* One directory per disk, 1 to DS_STRIPE_MAX_WIDTH of them, each a directory. */
 int stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err);
 /* fsync of the directory holding path, so a create, rename or unlink there is durable. */
@@ -142,7 +151,8 @@ void stripe_free(struct ds_stripe *stripe);
 int stripe_peek(const char *path, struct ds_stripe_header *header);
 /* Leftovers of puts cut short, for name (every name when NULL): members of a committed
  * set still under a temporary name are renamed into place, temporary members no running
- * put holds are removed. Returns how many entries it changed or a negative errno. */
+ * put holds are removed. The caller holds stripe_lock(dirs[0], LOCK_EX). Returns how many
+ * entries it changed or a negative errno. */
 int stripe_sweep(const char *const *dirs, unsigned ndirs, const char *name,
                  ds_stripe_sweep_fn report, void *ctx, struct ds_error *err);
 

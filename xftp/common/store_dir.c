@@ -1,6 +1,7 @@
 /* The plain-directory store: every path opened beneath one root descriptor. An upload
  * lives in ".xftpd-part.KEY" beside its final name, with ".xftpd-part.KEY.len" holding the
- * length of its whole prefix (the resume point) as decimal text. */
+ * length of its whole prefix (the resume point) as decimal text; KEY is a hash of the
+ * name, a dot and a hash of the user, so the partials of one name are found by prefix. */
 #include "store_int.h"
 
 #include <dragstrip/error.h>
@@ -153,24 +154,123 @@ static int dir_mkdir(struct ds_store *store, const char *path)
         return close_keep(parent, mkdirat(parent, leaf, 0755) < 0 ? -errno : 0);
 }
 
-static int dir_unlink_flags(struct ds_store *store, const char *path, int flags)
+static uint64_t fnv1a(uint64_t hash, const char *text)
+{
+        for (const unsigned char *p = (const unsigned char *)text;; p++) {
+                hash = (hash ^ *p) * 0x100000001b3u;
+                if (!*p)
+                        return hash;
+        }
+}
+
+/* The partials of leaf all start with this (PART_PREFIX and the name's hash, a dot). */
+static void part_stem(const char *leaf, char *stem, size_t len)
+{
+        snprintf(stem, len, PART_PREFIX "%016" PRIx64 ".", fnv1a(0xcbf29ce484222325u, leaf));
+}
+
+/* The key of a partial: the name's hash and the user's, so that two users uploading the
+ * same name never continue each other's bytes, and DELE finds every user's partial. */
+static void part_names(const char *user, const char *leaf, char *part, char *mark, size_t len)
+{
+        uint64_t leaf_hash = fnv1a(0xcbf29ce484222325u, leaf);
+        uint64_t user_hash = fnv1a(0xcbf29ce484222325u, user ? user : "");
+
+        snprintf(part, len, PART_PREFIX "%016" PRIx64 ".%016" PRIx64, leaf_hash, user_hash);
+        snprintf(mark, len, PART_PREFIX "%016" PRIx64 ".%016" PRIx64 ".len", leaf_hash, user_hash);
+}
+
+/* Removes the partial whose file (or resume point's file) is entry, unless an upload
+ * holds it: its lock is taken as an upload takes it, without waiting. Returns 1 when it
+ * removed a file, 0 when there was none to remove, -EBUSY when an upload holds it. */
+static int remove_partial(int dir_fd, const char *entry)
+{
+        char part[80], mark[sizeof(part) + 4];
+        size_t len = strlen(entry);
+        bool is_mark = len > 4 && strcmp(entry + len - 4, ".len") == 0;
+
+        if (len >= sizeof(part))
+                return 0;
+        snprintf(part, sizeof(part), "%.*s", (int)(is_mark ? len - 4 : len), entry);
+        snprintf(mark, sizeof(mark), "%s.len", part);
+        int fd = openat(dir_fd, mark, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return 0; /* not ours to judge (a directory, a link): left alone */
+        struct stat sb;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+                return close_keep(fd, -EBUSY);
+        int removed = 0;
+        if (fstat(fd, &sb) == 0 && sb.st_nlink > 0) {
+                removed = unlinkat(dir_fd, part, 0) == 0;
+                unlinkat(dir_fd, mark, 0);
+        }
+        return close_keep(fd, removed);
+}
+
+/* Removes the partials in dir_fd that start with stem (every partial: PART_PREFIX) and no
+ * upload holds. Returns how many were removed, -EBUSY when an upload holds one, or -ENOTEMPTY
+ * (nothing removed) when only is set and the directory holds anything but partials. */
+static int remove_partials(int dir_fd, const char *stem, bool only)
+{
+        int dup_fd = dup(dir_fd);
+        DIR *dir = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        struct dirent *entry;
+        int removed = 0, busy = 0;
+
+        if (!dir)
+                return close_keep(dup_fd, -errno);
+        while (only && (entry = readdir(dir)))
+                if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0 &&
+                    strncmp(entry->d_name, PART_PREFIX, strlen(PART_PREFIX)) != 0) {
+                        closedir(dir);
+                        return -ENOTEMPTY;
+                }
+        rewinddir(dir);
+        while ((entry = readdir(dir)))
+                if (strncmp(entry->d_name, stem, strlen(stem)) == 0) {
+                        int rc = remove_partial(dir_fd, entry->d_name);
+                        busy |= rc == -EBUSY;
+                        removed += rc > 0;
+                }
+        closedir(dir);
+        return busy ? -EBUSY : removed;
+}
+
+/* A directory that holds only partials no upload holds is empty to the client (listings
+ * hide them): they go, then the directory. One an upload holds keeps it (ENOTEMPTY). */
+static int dir_rmdir(struct ds_store *store, const char *path)
 {
         const char *leaf;
         int parent = open_parent(store, path, &leaf);
 
         if (parent < 0)
                 return parent;
-        return close_keep(parent, unlinkat(parent, leaf, flags) < 0 ? -errno : 0);
+        int rc = unlinkat(parent, leaf, AT_REMOVEDIR) < 0 ? -errno : 0;
+        int fd = rc == -ENOTEMPTY ? store_openat2(parent, leaf, O_RDONLY | O_DIRECTORY, 0) : -1;
+        if (fd >= 0 && remove_partials(fd, PART_PREFIX, true) >= 0)
+                rc = unlinkat(parent, leaf, AT_REMOVEDIR) < 0 ? -errno : 0;
+        close_keep(fd, 0);
+        return close_keep(parent, rc);
 }
 
-static int dir_rmdir(struct ds_store *store, const char *path)
-{
-        return dir_unlink_flags(store, path, AT_REMOVEDIR);
-}
-
+/* DELE removes the name and what uploads of it left (every user's: no other command
+ * reaches another user's partial); a running upload of it keeps its partial and may
+ * still commit. The name absent but a partial removed counts as done. */
 static int dir_unlink(struct ds_store *store, const char *path)
 {
-        return dir_unlink_flags(store, path, 0);
+        char stem[64];
+        const char *leaf;
+        int parent = open_parent(store, path, &leaf);
+
+        if (parent < 0)
+                return parent;
+        int rc = unlinkat(parent, leaf, 0) < 0 ? -errno : 0;
+        if (rc == 0 || rc == -ENOENT) {
+                part_stem(leaf, stem, sizeof(stem));
+                if (remove_partials(parent, stem, false) > 0)
+                        rc = 0;
+        }
+        return close_keep(parent, rc);
 }
 
 static int dir_rename(struct ds_store *store, const char *from, const char *to)
@@ -235,23 +335,6 @@ static int dir_open_read(struct ds_store *store, const char *path, struct ds_sto
         if (rc == 0)
                 *out = &file->base;
         return rc;
-}
-
-/* The key of a partial: FNV-1a of the user and the name, so that two users uploading the
- * same name never continue each other's bytes. */
-static void part_names(const char *user, const char *leaf, char *part, char *mark, size_t len)
-{
-        uint64_t hash = 0xcbf29ce484222325u;
-        const char *texts[2] = {user ? user : "", leaf};
-
-        for (unsigned t = 0; t < 2; t++)
-                for (const unsigned char *p = (const unsigned char *)texts[t];; p++) {
-                        hash = (hash ^ *p) * 0x100000001b3u;
-                        if (!*p)
-                                break;
-                }
-        snprintf(part, len, PART_PREFIX "%016" PRIx64, hash);
-        snprintf(mark, len, PART_PREFIX "%016" PRIx64 ".len", hash);
 }
 
 /* Opens the resume point's file and locks it (LOCK_EX for an upload, LOCK_SH to read it),

@@ -130,15 +130,19 @@ struct list_ctx {
         struct stripe_dir *dir;
         ds_store_list_fn fn;
         void *ctx;
+        bool leftovers; /* members of an upload cut short were seen */
 };
 
-static int list_file(const char *name, const struct ds_stripe_info *info, const char *problem,
-                     void *arg)
+static int list_file(const struct ds_stripe_entry *entry, void *arg)
 {
         struct list_ctx *l = arg;
+        const struct ds_stripe_info *info = entry->info;
+        const char *name = entry->name;
         struct stat sb;
 
-        if (problem || store_own_name(name) || fstatat(l->dir->fds[0], name, &sb, 0) < 0)
+        l->leftovers |= entry->leftover;
+        if (entry->state != DS_STRIPE_OK || store_own_name(name) ||
+            fstatat(l->dir->fds[0], name, &sb, 0) < 0)
                 return 0;
         struct ds_store_stat st = {
             .size = info->size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
@@ -175,7 +179,12 @@ static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, 
                 closedir(d);
         struct list_ctx l = {.dir = &dir, .fn = fn, .ctx = ctx};
         if (rc == 0)
-                rc = ds_stripe_list(dir.dirs, dir.n, list_file, &l, NULL);
+                rc = ds_stripe_scan(dir.dirs, dir.n, 0, list_file, &l, NULL);
+        /* A session killed mid-upload leaves members no one will commit. The listing has
+         * already told them from running uploads (which hold their members locked); only
+         * then does the directory get a sweep, which removes just the unlocked ones. */
+        if (l.leftovers)
+                ds_stripe_fsck(dir.dirs, dir.n, NULL, NULL, NULL);
         dir_close(&dir);
         return rc;
 }
@@ -215,9 +224,52 @@ static int smkdir(struct ds_store *store, const char *path)
         return each_root(store, path, op_mkdir, op_rmdir);
 }
 
+/* Removes what uploads cut short left in path (members no running upload holds): they
+ * are the store's own and would keep the directory from being removed. */
+static void sweep_dir(struct ds_store *store, const char *path)
+{
+        struct stripe_dir dir;
+
+        if (dir_open(store, path, &dir) == 0) {
+                ds_stripe_fsck(dir.dirs, dir.n, NULL, NULL, NULL);
+                dir_close(&dir);
+        }
+}
+
 static int srmdir(struct ds_store *store, const char *path)
 {
+        sweep_dir(store, path);
         return each_root(store, path, op_rmdir, NULL);
+}
+
+/* sweep_dir over the whole tree, confined beneath the roots like every other walk, at
+ * most SWEEP_DEPTH directories deep. */
+#define SWEEP_DEPTH 64
+static void sweep_tree(struct ds_store *store, const char *path, unsigned depth)
+{
+        struct stripe_store *stripe_store = (struct stripe_store *)store;
+        char child[DS_STORE_PATH_MAX];
+        struct dirent *entry;
+        struct stat sb;
+
+        sweep_dir(store, path);
+        int fd = store_openat2(stripe_store->root_fds[0], path, O_RDONLY | O_DIRECTORY, 0);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while (depth < SWEEP_DEPTH && (entry = readdir(d))) {
+                const char *name = entry->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || store_own_name(name) ||
+                    fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
+                        continue;
+                int len = snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", name);
+                if (len > 0 && (size_t)len < sizeof(child))
+                        sweep_tree(store, child, depth + 1);
+        }
+        closedir(d);
 }
 
 static int sunlink(struct ds_store *store, const char *path)
@@ -236,11 +288,33 @@ static int sunlink(struct ds_store *store, const char *path)
         return rc < 0 ? rc : 0;
 }
 
+/* The commit locks of both directories (one when they are the same), exclusive, taken in
+ * inode order so that two renames the opposite way round cannot each hold one. */
+static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst, int locks[2])
+{
+        const struct stripe_dir *order[2] = {src, dst};
+        struct stat a, b;
+
+        locks[0] = locks[1] = -1;
+        if (fstat(src->fds[0], &a) < 0 || fstat(dst->fds[0], &b) < 0)
+                return -errno;
+        bool same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+        if (!same && (a.st_dev > b.st_dev || (a.st_dev == b.st_dev && a.st_ino > b.st_ino))) {
+                order[0] = dst;
+                order[1] = src;
+        }
+        for (unsigned i = 0; i < (same ? 1u : 2u); i++)
+                if ((locks[i] = ds_stripe_lock(order[i]->dirs[0], true, NULL)) < 0)
+                        return locks[i];
+        return 0;
+}
+
 static int srename(struct ds_store *store, const char *from, const char *to)
 {
         struct stripe_dir src, dst;
         const char *from_leaf, *to_leaf;
         struct stat sb;
+        int locks[2] = {-1, -1};
         int rc = parent_open(store, from, &src, &from_leaf);
         if (rc < 0)
                 return rc;
@@ -249,7 +323,10 @@ static int srename(struct ds_store *store, const char *from, const char *to)
                 dir_close(&src);
                 return rc;
         }
-        if (fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+        /* Readers and commits of either name see all of the member renames or none. */
+        rc = lock_pair(&src, &dst, locks);
+        if (rc == 0 && fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(sb.st_mode))
                 rc = -EEXIST;
         /* Member by member: each rename is atomic, and a failure part-way is undone. */
         unsigned done = 0;
@@ -261,6 +338,8 @@ static int srename(struct ds_store *store, const char *from, const char *to)
                 done--;
                 renameat(dst.fds[done], to_leaf, src.fds[done], from_leaf);
         }
+        ds_stripe_unlock(locks[0]);
+        ds_stripe_unlock(locks[1]);
         dir_close(&src);
         dir_close(&dst);
         return rc;
@@ -446,6 +525,9 @@ int store_stripe_open(struct ds_store **out, const char *roots, struct ds_error 
                 sclose(&store->base);
                 return rc;
         }
+        /* Uploads cut short by a crash or a kill of the server go at start; later ones when
+         * their directory is next listed, or removed. */
+        sweep_tree(&store->base, "", 0);
         *out = &store->base;
         return 0;
 }

@@ -163,6 +163,14 @@ int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
 int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, const char *to,
                      bool replace, struct ds_error *err);
 
+/* The lock that makes each commit, rm and mv in a set of directories one act: member 0's
+ * directory, dir0, flocked (exclusive or shared) while names change or members open. A
+ * caller that changes member names itself (a rename across directories) holds it
+ * exclusively around that. Returns a descriptor for ds_stripe_unlock() or a negative
+ * errno: -EINTR when a stop (stop.h) came first, -ETIMEDOUT when it stayed held 30 s. */
+int ds_stripe_lock(const char *dir0, bool exclusive, struct ds_error *err);
+void ds_stripe_unlock(int lock_fd);
+
 /* Calls fn for each striped file in the directories, in name order, with its info, or
  * with problem set (and info NULL) when it does not open cleanly or is not committed (as
  * ds_stripe_scan() without hidden names). A non-zero return from fn stops the walk and is
@@ -183,6 +191,7 @@ struct ds_stripe_entry {
         enum ds_stripe_state state;
         const struct ds_stripe_info *info; /* DS_STRIPE_OK only */
         const char *problem;               /* otherwise: why, one line */
+        bool leftover; /* DS_STRIPE_PARTIAL that no running put holds: fsck removes it */
 };
 
 #define DS_STRIPE_SCAN_HIDDEN 1u /* names starting with '.' too */
