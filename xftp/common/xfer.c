@@ -422,17 +422,16 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
                 int rc = recv_full(pl, fd, header, sizeof(header), false, &got, err);
                 if (rc < 0)
                         return rc;
-                rc = ds_modee_decode(header, limit, &block);
-                if (rc == 0 && !(block.desc & DS_MODEE_EOF) && block.count > 0 &&
-                    block.offset < pl->opts->offset)
-                        rc = -EPROTO;
+                rc = ds_modee_decode(header, limit, &block, err);
                 if (rc < 0)
-                        return ds_fail(err, 0,
-                                       rc == -EFBIG ? "block %llu+%llu beyond the limit %llu"
-                                                    : "malformed block header %llu+%llu (%llu)",
+                        return rc;
+                if (!(block.desc & DS_MODEE_EOF) && block.count > 0 &&
+                    block.offset < pl->opts->offset)
+                        return ds_fail(err, 0, "block %llu+%llu lies before the start %llu",
                                        (unsigned long long)block.offset,
-                                       (unsigned long long)block.count, (unsigned long long)limit),
-                               rc;
+                                       (unsigned long long)block.count,
+                                       (unsigned long long)pl->opts->offset),
+                               -EPROTO;
                 if (!(block.desc & DS_MODEE_EOF) && block.count > 0) {
                         rc = recv_payload(t, &block, err);
                         if (rc < 0)
