@@ -314,22 +314,48 @@ static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
                 file->marked = prefix_end;
 }
 
+/* Copies [at, end) of src into the upload at the same offsets. */
+static int copy_range(int src, int dst, loff_t at, loff_t end)
+{
+        loff_t out = at;
+
+        while (at < end) {
+                ssize_t n = copy_file_range(src, &at, dst, &out, (size_t)(end - at), 0);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ERANGE; /* the file shrank meanwhile */
+        }
+        return 0;
+}
+
 /* Copies the first len bytes of the committed file leaf into the upload (REST or APPE
- * over a file that was committed before). */
+ * over a file that was committed before), data only: copy_file_range fills a hole it is
+ * handed with zeros, so a sparse file's holes (a 128 MiB one for a 10-byte file) would
+ * cost disk no one sent. The copy is the price of committing APPE all or nothing. */
 static int copy_committed(struct dir_file *file, uint64_t len)
 {
         int src = openat(file->parent_fd, file->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
                 return -errno;
-        loff_t in = 0, out = 0;
+        loff_t at = 0, end = (loff_t)len;
         int rc = 0;
-        while (rc == 0 && (uint64_t)in < len) {
-                ssize_t n = copy_file_range(src, &in, file->fd, &out, len - (uint64_t)in, 0);
-                if (n < 0)
+        while (rc == 0 && at < end) {
+                loff_t data = lseek(src, at, SEEK_DATA);
+                if (data < 0 && errno == ENXIO)
+                        break; /* a hole up to the end of the file */
+                loff_t hole = data < 0 ? -1 : lseek(src, data, SEEK_HOLE);
+                if (hole < 0) {
                         rc = -errno;
-                else if (n == 0)
-                        rc = -ERANGE;
+                        break;
+                }
+                if (data >= end)
+                        break;
+                at = hole < end ? hole : end;
+                rc = copy_range(src, file->fd, data, at);
         }
+        if (rc == 0 && ftruncate(file->fd, end) < 0)
+                rc = -errno; /* the size, holes at the end included */
         return close_keep(src, rc);
 }
 
