@@ -155,7 +155,7 @@ def empty(roots):
             os.unlink(os.path.join(root, name))
 
 
-def gaps_not_committed(port, label):
+def gaps_not_committed(port, roots, label):
     c = session(port)
     old = os.urandom(3000)
     expect(c.pasv_put("STOR keep.bin", old) == 226, "STOR keep.bin")
@@ -167,6 +167,8 @@ def gaps_not_committed(port, label):
         expect(code != 226 and 400 <= code < 500, f"{label}, {what}: answered {text!r}")
         expect(fetch(c, "keep.bin") == old, f"{label}, {what}: keep.bin lost its old content")
         expect(c.expect(213, "SIZE keep.bin") == "213 3000", f"{label}, {what}: SIZE changed")
+        used = allocated(roots)
+        expect(used <= DISK_BAR, f"{label}, {what}: {used} bytes on disk")
         ok(f"{label}: MODE E with {what} is not committed ({code}), the old content stays")
     c.expect(221, "QUIT")
 
@@ -271,8 +273,8 @@ plain_port = start(plain)
 striped_port = start(striped)
 
 cases = {
-    "gaps": lambda: (gaps_not_committed(plain_port, "plain store"),
-                     gaps_not_committed(striped_port, "striped store")),
+    "gaps": lambda: (gaps_not_committed(plain_port, plain, "plain store"),
+                     gaps_not_committed(striped_port, striped, "striped store")),
     "ranges": lambda: ranges_bounded(plain_port),
     "headers": lambda: malformed_headers(plain_port),
     "disk": lambda: (empty(plain), disk_bounded(plain_port, plain[0])),
