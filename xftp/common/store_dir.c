@@ -34,8 +34,7 @@ struct dir_file {
         int mark_fd;   /* uploads: the resume point's file */
         uint64_t marked;
         bool upload;
-        bool fresh;     /* the upload made its temporary file (not continuing one) */
-        bool allocated; /* ALLO preallocated blocks past the data */
+        bool fresh; /* the upload made its temporary file (not continuing one) */
         bool committed;
         char leaf[256];
         char part[64];
@@ -411,10 +410,6 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         }
         if (rc >= 0)
                 rc = start_upload(file, how);
-        /* ALLO names the whole file's size. Best effort: not every file system has it. */
-        if (rc >= 0 && how->allocate > file->base.start)
-                file->allocated = fallocate(file->fd, FALLOC_FL_KEEP_SIZE, (off_t)file->base.start,
-                                            (off_t)(how->allocate - file->base.start)) == 0;
         struct ds_error err;
         if (rc >= 0)
                 rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store, true), &err);
@@ -433,22 +428,10 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         return 0;
 }
 
-/* Gives back the blocks ALLO reserved past the data (a truncate to the same size frees
- * them on ext4): a client that announced more than it sent, then committed in
- * MODE E or left a partial, must not keep the disk. */
-static void release_allocation(struct dir_file *file)
-{
-        struct stat sb;
-
-        if (file->allocated && fstat(file->fd, &sb) == 0 && ftruncate(file->fd, sb.st_size) == 0)
-                file->allocated = false;
-}
-
 static int dir_commit(struct ds_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
 
-        release_allocation(file);
         if (fsync(file->fd) < 0)
                 return -errno;
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
@@ -464,8 +447,6 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
 
         if (file->base.xfile.ops)
                 ds_xfile_plain_close(&file->base.xfile);
-        if (file->fd >= 0 && !file->committed)
-                release_allocation(file);
         struct stat sb;
         if (file->upload && !file->committed && file->mark_fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
