@@ -31,7 +31,7 @@ static void check_block(const uint8_t *bytes, uint64_t limit)
         struct ds_modee_block block;
         uint8_t again[DS_MODEE_HEADER];
 
-        if (ds_modee_decode(bytes, limit, &block) != 0)
+        if (ds_modee_decode(bytes, limit, &block, NULL) != 0)
                 return;
         ds_modee_encode(&block, again);
         if (memcmp(again, bytes, DS_MODEE_HEADER) != 0)

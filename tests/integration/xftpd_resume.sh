@@ -123,8 +123,8 @@ PY
 	fail "a short or overlong upload appeared under its name"
 pass "ALLO: short uploads kept aside (451), overlong ones refused (552); ABOR gives 426 (or 425), 226"
 
-# ALLO reserves blocks (fallocate) only while the upload runs: a client that announces
-# 1 GiB and sends 1000 bytes holds no more disk than that, kept for REST or committed.
+# ALLO reserves no disk: a client that announces 1 GiB and sends 1000 bytes holds no more
+# disk than that, kept for REST or committed.
 python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "ALLO reservation"
 import sys
 sys.path.insert(0, sys.argv[2])
@@ -142,7 +142,7 @@ for f in "$work/root"/.xftpd-part.* "$work/root/alloc-e.bin"; do
 	held=$(($(stat -c %b "$f") * $(stat -c %B "$f") - $(stat -c %s "$f")))
 	[ "$held" -le 1048576 ] || fail "$f holds $held bytes of disk past its data after ALLO 1 GiB"
 done
-pass "ALLO: an upload shorter than announced gives the reserved blocks back"
+pass "ALLO: an upload shorter than announced holds no disk past its data"
 
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin

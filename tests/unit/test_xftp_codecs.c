@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include <dragstrip/error.h>
+
 #include "dataconn.h"
 #include "hash.h"
 #include "modee.h"
@@ -139,16 +141,16 @@ static void test_modee_header_round_trips(void **state)
         assert_int_equal(wire[8], 0x08);
         assert_int_equal(wire[9], 0x11);
         assert_int_equal(wire[16], 0x18);
-        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out), 0);
-        assert_int_equal(ds_modee_decode(wire, 0x1214161819191b1full, &out), -EFBIG);
+        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out, NULL), 0);
+        assert_int_equal(ds_modee_decode(wire, 0x1214161819191b1full, &out, NULL), -EFBIG);
         in.offset = UINT64_MAX - 5;
         in.count = 10;
         ds_modee_encode(&in, wire);
-        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out), -EPROTO); /* wraps */
+        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out, NULL), -EPROTO); /* wraps */
         in.offset = 4096;
         in.count = 1 << 20;
         ds_modee_encode(&in, wire);
-        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out), 0);
+        assert_int_equal(ds_modee_decode(wire, UINT64_MAX, &out, NULL), 0);
         assert_int_equal(out.desc, in.desc);
         assert_int_equal(out.count, in.count);
         assert_int_equal(out.offset, in.offset);
@@ -171,15 +173,46 @@ static void test_modee_decode_refuses_what_the_receiver_was_not_told(void **stat
         int expect[] = {-EFBIG, -EPROTO, -EPROTO, -EPROTO, -EPROTO, -EPROTO, -EPROTO};
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 ds_modee_encode(&cases[i], wire);
-                if (ds_modee_decode(wire, 100, &out) != expect[i])
+                if (ds_modee_decode(wire, 100, &out, NULL) != expect[i])
                         fail_msg("case %zu: expected %d", i, expect[i]);
         }
         struct ds_modee_block edge = {.count = 10, .offset = 90};
         ds_modee_encode(&edge, wire);
-        assert_int_equal(ds_modee_decode(wire, 100, &out), 0);
+        assert_int_equal(ds_modee_decode(wire, 100, &out, NULL), 0);
         struct ds_modee_block eof = {.desc = DS_MODEE_EOF | DS_MODEE_EOD, .offset = 16};
         ds_modee_encode(&eof, wire);
-        assert_int_equal(ds_modee_decode(wire, 0, &out), 0);
+        assert_int_equal(ds_modee_decode(wire, 0, &out, NULL), 0);
+}
+
+/* A refused header leaves the block alone and is described by its own bytes only. */
+static void test_modee_decode_says_what_was_wrong_from_the_header(void **state)
+{
+        (void)state;
+        uint8_t wire[DS_MODEE_HEADER];
+        struct ds_modee_block untouched, out;
+        struct ds_error err;
+        struct {
+                struct ds_modee_block block;
+                const char *text;
+        } cases[] = {
+            {{.desc = DS_MODEE_SUSPECT, .count = 5, .offset = 7},
+             "block descriptor 0x20: suspect data, not accepted"},
+            {{.desc = DS_MODEE_RESTART | DS_MODEE_EOD}, "block descriptor 0x18: a restart marker"},
+            {{.desc = DS_MODEE_EOF, .count = 5, .offset = 2}, "an EOF block with 5 data bytes"},
+            {{.desc = DS_MODEE_EOF, .offset = 40}, "an EOF block announcing 40 connections"},
+            {{.count = 10, .offset = UINT64_MAX - 5}, "wraps around"},
+            {{.count = 10, .offset = 95}, "block 95+10 beyond the limit 100"},
+        };
+        memset(&untouched, 0xa5, sizeof(untouched));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                ds_modee_encode(&cases[i].block, wire);
+                out = untouched;
+                memset(err.text, 0, sizeof(err.text));
+                assert_true(ds_modee_decode(wire, 100, &out, &err) < 0);
+                assert_memory_equal(&out, &untouched, sizeof(out));
+                if (!strstr(err.text, cases[i].text))
+                        fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.text, cases[i].text);
+        }
 }
 
 static void test_parallelism_takes_both_forms_within_1_to_16(void **state)
@@ -262,6 +295,7 @@ int main(void)
             cmocka_unit_test(test_same_host_sees_through_mapped_ipv4),
             cmocka_unit_test(test_modee_header_round_trips),
             cmocka_unit_test(test_modee_decode_refuses_what_the_receiver_was_not_told),
+            cmocka_unit_test(test_modee_decode_says_what_was_wrong_from_the_header),
             cmocka_unit_test(test_parallelism_takes_both_forms_within_1_to_16),
             cmocka_unit_test(test_end_needs_eof_and_every_eod),
             cmocka_unit_test(test_hash_names_and_known_digests),

@@ -394,6 +394,33 @@ static void test_block_beyond_the_limit_writes_nothing(void **state)
         assert_int_equal(st.st_size, 0);
 }
 
+/* Blocks [0,100) and [1000,1100), then EOF and EOD: the sender ended well, yet the
+ * file has a hole, so the receive fails with the gap named and the prefix at 100. */
+static void test_blocks_with_a_gap_are_not_a_whole_file(void **state)
+{
+        struct fixture *fx = *state;
+        uint8_t wire[4 * DS_MODEE_HEADER + 200], *at = wire;
+        const struct ds_modee_block blocks[] = {
+            {.count = 100, .offset = 0},
+            {.count = 100, .offset = 1000},
+            {.desc = DS_MODEE_EOF, .offset = 1},
+            {.desc = DS_MODEE_EOD},
+        };
+        struct ds_xfer_result result;
+        struct ds_error err;
+
+        for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+                ds_modee_encode(&blocks[i], at);
+                at += DS_MODEE_HEADER;
+                memset(at, 'g', blocks[i].count);
+                at += blocks[i].count;
+        }
+        assert_int_equal(receive_raw(wire, sizeof(wire), UINT64_MAX, &result, &err, fx->dst),
+                         -EPROTO);
+        assert_int_equal(result.prefix_end, 100);
+        assert_non_null(strstr(err.text, "100 to 1000"));
+}
+
 /* Writes len bytes on fd after delay_ms, while the receiver runs. */
 struct late_writer {
         pthread_t thread;
@@ -551,6 +578,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_stream_longer_than_announced_is_refused, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_blocks_with_a_gap_are_not_a_whole_file, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(
                 test_sender_gone_before_eod_is_epipe_with_the_whole_prefix, setup, teardown),

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <strings.h>
 
+#include <dragstrip/error.h>
+
 static void put_be64(uint8_t *out, uint64_t value)
 {
         for (int i = 7; i >= 0; i--) {
@@ -27,25 +29,49 @@ void ds_modee_encode(const struct ds_modee_block *block, uint8_t out[DS_MODEE_HE
         put_be64(out + 9, block->offset);
 }
 
-int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out)
+/* What a refused descriptor asks for, by its first bit the receiver does not take. */
+static const char *refused_kind(uint8_t refused)
+{
+        if (refused & DS_MODEE_RESTART)
+                return "a restart marker";
+        if (refused & DS_MODEE_SUSPECT)
+                return "suspect data";
+        if (refused & DS_MODEE_EOR)
+                return "a record";
+        return "an unknown bit";
+}
+
+int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out,
+                    struct ds_error *err)
 {
         const uint8_t known = DS_MODEE_EOF | DS_MODEE_EOD | DS_MODEE_CLOSE;
-        struct ds_modee_block block = {
+        const struct ds_modee_block block = {
             .desc = in[0],
             .count = get_be64(in + 1),
             .offset = get_be64(in + 9),
         };
+        const unsigned long long count = block.count, offset = block.offset;
 
+        /* Every message is made of the header's own bytes and of limit, nothing else. */
         if (block.desc & ~known)
-                return -EPROTO; /* restart markers, suspect data, records, unknown bits */
+                return ds_fail(err, 0, "block descriptor 0x%02x: %s, not accepted", block.desc,
+                               refused_kind(block.desc & ~known)),
+                       -EPROTO;
         if (block.desc & DS_MODEE_EOF) {
-                if (block.count != 0 || block.offset < 1 || block.offset > DS_MODEE_MAX_STREAMS)
-                        return -EPROTO;
+                if (block.count != 0)
+                        return ds_fail(err, 0, "an EOF block with %llu data bytes", count), -EPROTO;
+                if (block.offset < 1 || block.offset > DS_MODEE_MAX_STREAMS)
+                        return ds_fail(err, 0, "an EOF block announcing %llu connections (1 to %u)",
+                                       offset, DS_MODEE_MAX_STREAMS),
+                               -EPROTO;
         } else if (block.count > 0) {
                 if (block.offset > UINT64_MAX - block.count)
-                        return -EPROTO;
+                        return ds_fail(err, 0, "block %llu+%llu wraps around", offset, count),
+                               -EPROTO;
                 if (block.offset + block.count > limit)
-                        return -EFBIG;
+                        return ds_fail(err, 0, "block %llu+%llu beyond the limit %llu", offset,
+                                       count, (unsigned long long)limit),
+                               -EFBIG;
         }
         *out = block;
         return 0;

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ds_error;
+
 #define DS_MODEE_HEADER 17u
 
 enum ds_modee_desc {
@@ -39,8 +41,10 @@ void ds_modee_encode(const struct ds_modee_block *block, uint8_t out[DS_MODEE_HE
  * data must lie within [0, limit) (limit: the size the transfer was told of, or the
  * largest file accepted), offset + count must not wrap, RESTART, SUSPECT and EOR blocks are
  * refused, and an EOF block must carry count 0 and 1..DS_MODEE_MAX_STREAMS connections.
- * Returns 0, or -EPROTO (a malformed header) / -EFBIG (data beyond limit). */
-int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out);
+ * Returns 0 and *out, or -EPROTO (a malformed header) / -EFBIG (data beyond limit) with
+ * *out untouched and err (may be NULL) saying what was wrong in the header's own terms. */
+int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out,
+                    struct ds_error *err);
 
 /* Parses what follows "OPTS RETR ": "Parallelism=N;" or GridFTP's
  * "Parallelism=start,min,max;" (start counts; min and max must be numbers too), the

@@ -75,11 +75,10 @@ int ds_store_open_read(struct ds_store *store, const char *path, struct ds_store
 
 /* How an upload starts. */
 struct ds_store_upload {
-        const char *user;  /* keys the temporary name: users never share a partial */
-        uint64_t offset;   /* REST: continue a partial of at least this many whole bytes,
-                            * or keep this many bytes of the committed file */
-        bool append;       /* APPE: start from the whole committed file */
-        uint64_t allocate; /* ALLO: bytes to preallocate (best effort); 0 none */
+        const char *user; /* keys the temporary name: users never share a partial */
+        uint64_t offset;  /* REST: continue a partial of at least this many whole bytes,
+                           * or keep this many bytes of the committed file */
+        bool append;      /* APPE: start from the whole committed file */
 };
 
 /* Starts an upload to path under its temporary name; where the upload's first byte goes

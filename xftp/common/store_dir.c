@@ -35,8 +35,7 @@ struct dir_file {
         int mark_fd;   /* uploads: the resume point's file */
         uint64_t marked;
         bool upload;
-        bool fresh;     /* the upload made its temporary file (not continuing one) */
-        bool allocated; /* ALLO preallocated blocks past the data */
+        bool fresh; /* the upload made its temporary file (not continuing one) */
         bool committed;
         char leaf[256];
         char part[64];
@@ -397,22 +396,48 @@ static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
                 file->marked = prefix_end;
 }
 
+/* Copies [at, end) of src into the upload at the same offsets. */
+static int copy_range(int src, int dst, loff_t at, loff_t end)
+{
+        loff_t out = at;
+
+        while (at < end) {
+                ssize_t n = copy_file_range(src, &at, dst, &out, (size_t)(end - at), 0);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ERANGE; /* the file shrank meanwhile */
+        }
+        return 0;
+}
+
 /* Copies the first len bytes of the committed file leaf into the upload (REST or APPE
- * over a file that was committed before). */
+ * over a file that was committed before), data only: copy_file_range fills a hole it is
+ * handed with zeros, so a sparse file's holes (a 128 MiB one for a 10-byte file) would
+ * cost disk no one sent. The copy is the price of committing APPE all or nothing. */
 static int copy_committed(struct dir_file *file, uint64_t len)
 {
         int src = openat(file->parent_fd, file->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
                 return -errno;
-        loff_t in = 0, out = 0;
+        loff_t at = 0, end = (loff_t)len;
         int rc = 0;
-        while (rc == 0 && (uint64_t)in < len) {
-                ssize_t n = copy_file_range(src, &in, file->fd, &out, len - (uint64_t)in, 0);
-                if (n < 0)
+        while (rc == 0 && at < end) {
+                loff_t data = lseek(src, at, SEEK_DATA);
+                if (data < 0 && errno == ENXIO)
+                        break; /* a hole up to the end of the file */
+                loff_t hole = data < 0 ? -1 : lseek(src, data, SEEK_HOLE);
+                if (hole < 0) {
                         rc = -errno;
-                else if (n == 0)
-                        rc = -ERANGE;
+                        break;
+                }
+                if (data >= end)
+                        break;
+                at = hole < end ? hole : end;
+                rc = copy_range(src, file->fd, data, at);
         }
+        if (rc == 0 && ftruncate(file->fd, end) < 0)
+                rc = -errno; /* the size, holes at the end included */
         return close_keep(src, rc);
 }
 
@@ -468,10 +493,6 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         }
         if (rc >= 0)
                 rc = start_upload(file, how);
-        /* ALLO names the whole file's size. Best effort: not every file system has it. */
-        if (rc >= 0 && how->allocate > file->base.start)
-                file->allocated = fallocate(file->fd, FALLOC_FL_KEEP_SIZE, (off_t)file->base.start,
-                                            (off_t)(how->allocate - file->base.start)) == 0;
         struct ds_error err;
         if (rc >= 0)
                 rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store, true), &err);
@@ -490,22 +511,10 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         return 0;
 }
 
-/* Gives back the blocks ALLO reserved past the data (a truncate to the same size frees
- * them on ext4): a client that announced more than it sent, then committed in
- * MODE E or left a partial, must not keep the disk. */
-static void release_allocation(struct dir_file *file)
-{
-        struct stat sb;
-
-        if (file->allocated && fstat(file->fd, &sb) == 0 && ftruncate(file->fd, sb.st_size) == 0)
-                file->allocated = false;
-}
-
 static int dir_commit(struct ds_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
 
-        release_allocation(file);
         if (fsync(file->fd) < 0)
                 return -errno;
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
@@ -521,8 +530,6 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
 
         if (file->base.xfile.ops)
                 ds_xfile_plain_close(&file->base.xfile);
-        if (file->fd >= 0 && !file->committed)
-                release_allocation(file);
         struct stat sb;
         if (file->upload && !file->committed && file->mark_fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {

@@ -23,10 +23,11 @@
 #include <dragstrip/pool.h>
 
 #include "modee.h"
+#include "ranges.h"
 
 #define SLICE_MS      100
 #define DEFAULT_DEPTH 4u
-#define ISLANDS_MAX   1024u /* MODE E: written ranges not yet joined to the prefix */
+#define RANGES_MAX    1024u /* MODE E: disjoint ranges written beyond the prefix */
 /* Pieces the disk side keeps in flight on a file with start_io: two keep every member of
  * a striped file queued while the piece before is checked and handed on. */
 #define AHEAD 2u
@@ -423,17 +424,16 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
                 int rc = recv_full(pl, fd, header, sizeof(header), false, &got, err);
                 if (rc < 0)
                         return rc;
-                rc = ds_modee_decode(header, limit, &block);
-                if (rc == 0 && !(block.desc & DS_MODEE_EOF) && block.count > 0 &&
-                    block.offset < pl->opts->offset)
-                        rc = -EPROTO;
+                rc = ds_modee_decode(header, limit, &block, err);
                 if (rc < 0)
-                        return ds_fail(err, 0,
-                                       rc == -EFBIG ? "block %llu+%llu beyond the limit %llu"
-                                                    : "malformed block header %llu+%llu (%llu)",
+                        return rc;
+                if (!(block.desc & DS_MODEE_EOF) && block.count > 0 &&
+                    block.offset < pl->opts->offset)
+                        return ds_fail(err, 0, "block %llu+%llu lies before the start %llu",
                                        (unsigned long long)block.offset,
-                                       (unsigned long long)block.count, (unsigned long long)limit),
-                               rc;
+                                       (unsigned long long)block.count,
+                                       (unsigned long long)pl->opts->offset),
+                               -EPROTO;
                 if (!(block.desc & DS_MODEE_EOF) && block.count > 0) {
                         rc = recv_payload(t, &block, err);
                         if (rc < 0)
@@ -822,44 +822,8 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         return rc;
 }
 
-/* Ranges written beyond the prefix, kept sorted and joined, so that the prefix can advance
- * when the piece that closes a gap arrives. */
-struct islands {
-        uint64_t start[ISLANDS_MAX], end[ISLANDS_MAX];
-        unsigned count;
-};
-
-/* Adds [start, end) to the written set and returns the new prefix end, or -EPROTO when the
- * sender scatters more ranges than ISLANDS_MAX. */
-static int islands_add(struct islands *is, uint64_t *prefix, uint64_t start, uint64_t end)
-{
-        if (end <= *prefix)
-                return 0;
-        unsigned i = 0;
-        while (i < is->count && is->start[i] < start)
-                i++;
-        if (is->count == ISLANDS_MAX)
-                return -EPROTO;
-        memmove(&is->start[i + 1], &is->start[i], (is->count - i) * sizeof(uint64_t));
-        memmove(&is->end[i + 1], &is->end[i], (is->count - i) * sizeof(uint64_t));
-        is->start[i] = start;
-        is->end[i] = end;
-        is->count++;
-        /* Join from the front into the prefix, then neighbours that touch. */
-        unsigned joined = 0;
-        while (joined < is->count && is->start[joined] <= *prefix) {
-                if (is->end[joined] > *prefix)
-                        *prefix = is->end[joined];
-                joined++;
-        }
-        memmove(&is->start[0], &is->start[joined], (is->count - joined) * sizeof(uint64_t));
-        memmove(&is->end[0], &is->end[joined], (is->count - joined) * sizeof(uint64_t));
-        is->count -= joined;
-        return 0;
-}
-
 /* Counts a piece written and advances the prefix. Returns 0 or a negative errno. */
-static int written(struct pipeline *pl, struct islands *is, const struct piece *piece,
+static int written(struct pipeline *pl, struct ds_ranges *arrived, const struct piece *piece,
                    struct ds_xfer_result *result, struct ds_error *err)
 {
         const struct ds_xfer_opts *o = pl->opts;
@@ -867,18 +831,20 @@ static int written(struct pipeline *pl, struct islands *is, const struct piece *
         progress(pl);
         result->bytes += piece->len;
         result->blocks++;
-        uint64_t before = result->prefix_end;
-        if (islands_add(is, &result->prefix_end, piece->offset, piece->offset + piece->len) < 0)
-                return ds_fail(err, 0, "blocks scattered over more than %u ranges", ISLANDS_MAX),
+        if (ds_ranges_add(arrived, piece->offset, piece->offset + piece->len) < 0)
+                return ds_fail(err, 0, "blocks scattered over more than %u ranges", RANGES_MAX),
                        -EPROTO;
-        if (result->prefix_end != before && o->on_prefix)
-                o->on_prefix(result->prefix_end, o->prefix_ctx);
+        if (arrived->prefix != result->prefix_end) {
+                result->prefix_end = arrived->prefix;
+                if (o->on_prefix)
+                        o->on_prefix(result->prefix_end, o->prefix_ctx);
+        }
         return 0;
 }
 
 /* The disk side of receiving: writes each piece at its offset until every network thread
  * is done, keeping up to the window's pieces in flight while more are queued. */
-static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_result *result,
+static int write_side(struct pipeline *pl, struct ds_ranges *arrived, struct ds_xfer_result *result,
                       struct ds_error *err)
 {
         struct flight f;
@@ -911,12 +877,31 @@ static int write_side(struct pipeline *pl, struct islands *is, struct ds_xfer_re
                                      (unsigned long long)piece.offset);
                         break;
                 }
-                rc = written(pl, is, &piece, result, err);
+                rc = written(pl, arrived, &piece, result, err);
                 if (rc < 0)
                         break;
         }
         flight_drain(pl, &f);
         return rc;
+}
+
+/* After the sender ended well: MODE E must have sent its EOF, and its blocks must cover
+ * every byte from the first up to the last they hold (a file with a hole is not the file
+ * sent). Returns 0 or a negative errno with err filled. */
+static int check_end(const struct pipeline *pl, const struct ds_ranges *arrived,
+                     struct ds_error *err)
+{
+        uint64_t gap_start, gap_end;
+
+        if (pl->mode != DS_XFER_BLOCKS)
+                return 0;
+        if (!ds_modee_end_done(&pl->end))
+                return ds_fail(err, 0, "the sender ended without EOF"), -EPIPE;
+        if (!ds_ranges_whole(arrived, &gap_start, &gap_end))
+                return ds_fail(err, 0, "the blocks sent leave bytes %llu to %llu out",
+                               (unsigned long long)gap_start, (unsigned long long)gap_end),
+                       -EPROTO;
+        return 0;
 }
 
 int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
@@ -927,14 +912,17 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         struct net_thread threads[DS_MODEE_MAX_STREAMS];
         unsigned started = 0;
         uint64_t start_ns = ds_now_ns();
+        struct ds_ranges arrived;
 
         *result = (struct ds_xfer_result){.prefix_end = opts->offset};
-        struct islands *is = calloc(1, sizeof(*is));
-        if (!is)
+        /* Once per transfer, never per block. */
+        struct ds_range *slots = calloc(RANGES_MAX, sizeof(*slots));
+        if (!slots)
                 return ds_fail(err, -ENOMEM, "receive ranges");
+        ds_ranges_init(&arrived, opts->offset, slots, RANGES_MAX);
         int rc = pipeline_init(&pl, file, mode, socks, n, opts, true, err);
         if (rc < 0) {
-                free(is);
+                free(slots);
                 return rc;
         }
         pl.net_running = n;
@@ -945,15 +933,13 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
                 pthread_mutex_unlock(&pl.lock);
         }
         if (rc == 0)
-                rc = write_side(&pl, is, result, err);
+                rc = write_side(&pl, &arrived, result, err);
         if (rc < 0 && rc != -ECANCELED)
                 fail(&pl, rc, err);
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
-        if (rc == 0 && mode == DS_XFER_BLOCKS && !ds_modee_end_done(&pl.end)) {
-                ds_fail(err, 0, "the sender ended without EOF");
-                rc = -EPIPE;
-        }
+        if (rc == 0)
+                rc = check_end(&pl, &arrived, err);
         pipeline_free(&pl);
-        free(is);
+        free(slots);
         return rc;
 }

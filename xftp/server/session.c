@@ -532,8 +532,7 @@ static bool transfer_settings(struct session *s, const struct xftpd_cmd *cmd)
                         return true;
                 }
                 s->allocate = cmd->num[0];
-                session_reply(s, "200 %llu bytes will be allocated.",
-                              (unsigned long long)cmd->num[0]);
+                session_reply(s, "200 %llu bytes announced.", (unsigned long long)cmd->num[0]);
                 return true;
         default:
                 return false;

@@ -454,8 +454,7 @@ static bool upload_whole(struct session *s, const struct job *job)
 static int start_upload(struct session *s, const char *arg, const char *path, bool append,
                         struct job *job)
 {
-        struct ds_store_upload how = {
-            .user = s->user, .offset = s->rest, .append = append, .allocate = s->allocate};
+        struct ds_store_upload how = {.user = s->user, .offset = s->rest, .append = append};
         int rc = ds_store_create(s->config->store, path, &how, &job->file);
 
         if (rc == -ERANGE)
