@@ -27,26 +27,24 @@
 
 static void usage(FILE *out)
 {
-        fprintf(
-            out,
-            "usage: xftp [options] get URL [DEST]\n"
-            "       xftp [options] put SRC URL\n"
-            "       xftp [options] ls URL\n"
-            "       xftp [options] cp URL URL\n"
-            "URL is ftp://[user[:password]@]host[:port]/path\n"
-            "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
-            "  -b, --block SIZE   buffer and block size (default 4M)\n"
-            "  -r, --recursive    copy directories\n"
-            "      --resume       continue an interrupted transfer\n"
-            "      --verify       compare the server's HASH with the local file\n"
-            "      --json         one JSON summary on stdout\n"
-            "  -q, --quiet        no progress bar\n"
-            "      --netrc FILE   credentials file (default ~/.netrc)\n"
-            "      --timeout SEC  deadline for each whole reply and for stalled data (default 30)\n"
-            "      --no-sendfile  send from pool buffers even where sendfile serves\n"
-            "      --no-stats     publish no live counters for tach\n"
-            "  -h, --help         this text\n"
-            "      --version      the version\n");
+        fprintf(out, "usage: xftp [options] get URL [DEST]\n"
+                     "       xftp [options] put SRC URL\n"
+                     "       xftp [options] ls URL\n"
+                     "       xftp [options] cp URL URL\n"
+                     "URL is ftp://[user[:password]@]host[:port]/path\n"
+                     "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
+                     "  -b, --block SIZE   buffer and block size (default 4M)\n"
+                     "  -r, --recursive    copy directories\n"
+                     "      --resume       continue an interrupted transfer\n"
+                     "      --verify       compare the server's HASH with the local file\n"
+                     "      --json         one JSON summary on stdout\n"
+                     "  -q, --quiet        no progress bar\n"
+                     "      --netrc FILE   credentials file (default ~/.netrc)\n"
+                     "      --timeout SEC  deadline for replies and stalled data (default 30)\n"
+                     "      --no-sendfile  send from pool buffers even where sendfile serves\n"
+                     "      --no-stats     publish no live counters for tach\n"
+                     "  -h, --help         this text\n"
+                     "      --version      the version\n");
 }
 
 enum {
