@@ -4,7 +4,7 @@
 if [ -z "${XFTP_NETNS:-}" ]; then
 	exec unshare -n env XFTP_NETNS=1 bash "$0" "$@"
 fi
-. "$(dirname "$0")/lib.sh"
+. "$DS_SRC/tests/integration/lib.sh"
 # shellcheck source=../../bench/lib.sh
 . "$DS_SRC/bench/lib.sh"
 ip link set lo up

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <dragstrip/error.h>
+
 #include "url.h"
 
 static void test_url_with_everything(void **state)
@@ -78,37 +80,64 @@ static void test_netrc_machine_then_default(void **state)
 {
         (void)state;
         struct url url;
+        struct ds_error err = {{0}};
         const char *path = netrc_file("machine other login x password y\n"
                                       "machine h login bob password secret\n"
                                       "default login anon password guest\n",
                                       0600);
 
         assert_int_equal(url_parse("ftp://h/f", &url), 0);
-        assert_int_equal(url_credentials(&url, path, false), 0);
+        assert_int_equal(url_credentials(&url, path, false, &err), 0);
         assert_string_equal(url.user, "bob");
         assert_string_equal(url.pass, "secret");
         assert_int_equal(url_parse("ftp://elsewhere/f", &url), 0);
-        assert_int_equal(url_credentials(&url, path, false), 0);
+        assert_int_equal(url_credentials(&url, path, false, &err), 0);
         assert_string_equal(url.user, "anon");
         assert_string_equal(url.pass, "guest");
         /* another login's password is never sent */
         assert_int_equal(url_parse("ftp://carol@h/f", &url), 0);
-        assert_int_equal(url_credentials(&url, path, false), -ENOTTY);
+        assert_int_equal(url_credentials(&url, path, false, &err), -ENOTTY);
         assert_string_equal(url.user, "carol");
         assert_false(url.has_pass);
         unlink(path);
 }
 
-static void test_netrc_others_can_read_is_ignored(void **state)
+static void test_netrc_password_others_can_reach_is_refused(void **state)
 {
         (void)state;
         struct url url;
-        const char *path = netrc_file("machine h login bob password secret\n", 0644);
+        struct ds_error err = {{0}};
+        const char *path = netrc_file("machine h login bob password secret\n", 0640);
 
         assert_int_equal(url_parse("ftp://h/f", &url), 0);
-        assert_int_equal(url_credentials(&url, path, false), 0);
-        assert_string_equal(url.user, "anonymous");
+        assert_int_equal(url_credentials(&url, path, false, &err), -EPERM);
+        assert_non_null(strstr(err.text, "chmod go="));
+        assert_false(url.has_pass);
+        /* a password in the URL needs nothing of the file */
+        assert_int_equal(url_parse("ftp://bob:pw@h/f", &url), 0);
+        assert_int_equal(url_credentials(&url, path, false, &err), 0);
+        assert_string_equal(url.pass, "pw");
         unlink(path);
+        /* a login without a password may sit in a file others read */
+        path = netrc_file("machine h login carol\n", 0644);
+        assert_int_equal(url_parse("ftp://h/f", &url), 0);
+        assert_int_equal(url_credentials(&url, path, false, &err), -ENOTTY);
+        assert_string_equal(url.user, "carol");
+        assert_non_null(strstr(err.text, "no password for carol@h"));
+        unlink(path);
+}
+
+static void test_url_show_hides_the_password(void **state)
+{
+        (void)state;
+        char shown[256];
+
+        url_show("ftp://bob:s3cret@h:21/x", shown, sizeof(shown));
+        assert_string_equal(shown, "ftp://bob:***@h:21/x");
+        url_show("ftp://bob@h/x:y@z", shown, sizeof(shown));
+        assert_string_equal(shown, "ftp://bob@h/x:y@z");
+        url_show("ftp://h/x", shown, sizeof(shown));
+        assert_string_equal(shown, "ftp://h/x");
 }
 
 int main(void)
@@ -118,7 +147,8 @@ int main(void)
             cmocka_unit_test(test_url_defaults_and_ipv6),
             cmocka_unit_test(test_url_refuses_what_cannot_be_sent),
             cmocka_unit_test(test_netrc_machine_then_default),
-            cmocka_unit_test(test_netrc_others_can_read_is_ignored),
+            cmocka_unit_test(test_netrc_password_others_can_reach_is_refused),
+            cmocka_unit_test(test_url_show_hides_the_password),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,11 +16,15 @@
 
 #include <dragstrip/error.h>
 #include <dragstrip/net.h>
+#include <dragstrip/serve.h>
 
+#include "listing.h"
 #include "modee.h"
 
-/* One line of a reply, without its CR LF, into line. Returns 0 or a negative errno. */
-static int read_line(struct ftp *ftp, char *line, size_t room, struct ds_error *err)
+/* One line of a reply, without its CR LF, into line, by deadline (a whole reply's: a
+ * server dripping a byte at a time cannot stretch it). Returns 0 or a negative errno. */
+static int read_line(struct ftp *ftp, char *line, size_t room, uint64_t deadline,
+                     struct ds_error *err)
 {
         for (;;) {
                 char *nl = memchr(ftp->in, '\n', ftp->in_len);
@@ -41,7 +45,8 @@ static int read_line(struct ftp *ftp, char *line, size_t room, struct ds_error *
                         return ds_fail(err, 0, "%s: reply line over %zu bytes", ftp->host,
                                        room - 1),
                                -EPROTO;
-                int rc = ds_data_wait(ftp->fd, POLLIN, ftp->timeout_ms, ftp->stop);
+                int left = ftp->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
+                int rc = left == 0 ? -ETIMEDOUT : ds_data_wait(ftp->fd, POLLIN, left, ftp->stop);
                 if (rc < 0)
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
                                        rc == -ETIMEDOUT ? "%s: no reply within %d ms"
@@ -69,12 +74,13 @@ static int line_code(const char *line)
         return (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
 }
 
-int ftp_reply(struct ftp *ftp, struct ds_error *err)
+/* One reply, all its lines by deadline. */
+static int reply_by(struct ftp *ftp, uint64_t deadline, struct ds_error *err)
 {
         char line[FTP_LINE_MAX];
         size_t used = 0;
 
-        int rc = read_line(ftp, line, sizeof(line), err);
+        int rc = read_line(ftp, line, sizeof(line), deadline, err);
         if (rc < 0)
                 return rc;
         int code = line_code(line);
@@ -84,7 +90,7 @@ int ftp_reply(struct ftp *ftp, struct ds_error *err)
         if (line[3] == '-') {
                 /* RFC 959 4.2: continuation lines until one that starts "code " */
                 for (;;) {
-                        rc = read_line(ftp, line, sizeof(line), err);
+                        rc = read_line(ftp, line, sizeof(line), deadline, err);
                         if (rc < 0)
                                 return rc;
                         if (used + strlen(line) + 2 >= sizeof(ftp->reply))
@@ -99,6 +105,11 @@ int ftp_reply(struct ftp *ftp, struct ds_error *err)
         }
         ftp->code = code;
         return code;
+}
+
+int ftp_reply(struct ftp *ftp, struct ds_error *err)
+{
+        return reply_by(ftp, ds_deadline_in(ftp->timeout_ms), err);
 }
 
 static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
@@ -216,9 +227,11 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
                 ds_fail(err, rc, "%s: control connection", host);
                 goto failed;
         }
-        rc = ftp_reply(ftp, err);
-        while (rc >= 100 && rc < 200) /* 120: ready in a while */
-                rc = ftp_reply(ftp, err);
+        /* 120 (ready in a while) and the 220 after it: one deadline for the lot */
+        uint64_t deadline = ds_deadline_in(timeout_ms);
+        rc = reply_by(ftp, deadline, err);
+        while (rc >= 100 && rc < 200)
+                rc = reply_by(ftp, deadline, err);
         if (rc >= 0 && rc != 220)
                 rc = (ds_fail(err, 0, "%s: %s", host, ftp->reply), -ECONNREFUSED);
         if (rc < 0)
@@ -294,6 +307,16 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err)
         return rc;
 }
 
+/* The control connection's peer at port: whatever host PASV names, a server behind NAT
+ * names one we cannot reach, and a hostile one names a victim (for a server-to-server
+ * copy, a victim of the other server: an FTP bounce). */
+static int passive_at(const struct ftp *ftp, uint16_t port, struct ds_ftp_addr *addr)
+{
+        *addr = ftp->peer;
+        ds_ftp_addr_set_port(addr, port);
+        return 0;
+}
+
 int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err)
 {
         int rc;
@@ -303,11 +326,8 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
                 if (rc < 0)
                         return rc;
                 uint16_t port;
-                if (rc == 229 && ds_ftp_parse_epsv(ftp->reply, &port) == 0) {
-                        *addr = ftp->peer;
-                        ds_ftp_addr_set_port(addr, port);
-                        return 0;
-                }
+                if (rc == 229 && ds_ftp_parse_epsv(ftp->reply, &port) == 0)
+                        return passive_at(ftp, port, addr);
                 if (rc == 229)
                         return ds_fail(err, 0, "%s: bad EPSV reply: %.80s", ftp->host, ftp->reply),
                                -EPROTO;
@@ -315,9 +335,10 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
         rc = ftp_cmd(ftp, err, "PASV");
         if (rc < 0)
                 return rc;
-        if (rc != 227 || ds_ftp_parse_pasv(ftp->reply, addr) < 0)
+        struct ds_ftp_addr named;
+        if (rc != 227 || ds_ftp_parse_pasv(ftp->reply, &named) < 0)
                 return ds_fail(err, 0, "%s: PASV: %.80s", ftp->host, ftp->reply), -EPROTO;
-        return 0;
+        return passive_at(ftp, ds_ftp_addr_port(&named), addr);
 }
 
 int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
@@ -325,13 +346,7 @@ int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts
 {
         struct ds_ftp_addr addr;
         int rc = ftp_passive_addr(ftp, &addr, err);
-        if (rc < 0)
-                return rc;
-        /* Connect to the host the control connection reached, whatever PASV names: a server
-         * behind NAT names an address we cannot reach, and a hostile one names a victim. */
-        struct ds_ftp_addr to = ftp->peer;
-        ds_ftp_addr_set_port(&to, ds_ftp_addr_port(&addr));
-        return ds_data_connect(&to, NULL, fds, n, opts, err);
+        return rc < 0 ? rc : ds_data_connect(&addr, NULL, fds, n, opts, err);
 }
 
 int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)
@@ -372,4 +387,22 @@ int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size
                        -EPROTO;
         *size = value;
         return 0;
+}
+
+int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err)
+{
+        int rc = ftp_cmd(ftp, err, "MLST %s", path);
+        if (rc < 0)
+                return rc;
+        if (rc == 550)
+                return -ENOENT;
+        if (rc != 250)
+                return -ENOTSUP;
+        /* RFC 3659 7.2: the facts line is the one that starts with a space. */
+        for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
+                line += *line == '\n';
+                if (*line == ' ' && listing_size_fact(line + 1, size) == 0)
+                        return 0;
+        }
+        return -ENOTSUP;
 }

@@ -32,7 +32,7 @@ struct ftp {
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
-        int timeout_ms;
+        int timeout_ms;                 /* the deadline of a whole reply; negative: none */
         atomic_bool *stop;
         struct ftp_features feat;
         int code;                  /* the last reply's code */
@@ -71,9 +71,9 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err);
  * errno; fds get the connections. */
 int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
                 struct ds_error *err);
-/* Asks for a passive address for a third party (server-to-server copy): PASV or EPSV;
- * *addr gets the address the server listens on, as the server names it (EPSV: the
- * control connection's host). Returns 0 or a negative errno. */
+/* Asks for a passive address: EPSV or PASV; *addr gets the control connection's peer at
+ * the port the server named, never a host the server named (that would make xftp, or a
+ * server xftp points at it, connect to a third host). Returns 0 or a negative errno. */
 int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err);
 /* PORT (IPv4) or EPRT to addr. Returns 0 or a negative errno. */
 int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err);
@@ -82,5 +82,9 @@ int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *e
  * (550), -ENOTSUP (refused), or another negative errno. */
 int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size,
              struct ds_error *err);
+
+/* The size fact of MLST path (when SIZE is refused): 0 and *size, -ENOENT (550),
+ * -ENOTSUP (refused, or no size fact), or another negative errno. */
+int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err);
 
 #endif

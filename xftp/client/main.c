@@ -1,6 +1,8 @@
 /* xftp: the client. `xftp get URL [DEST]`, `xftp put SRC URL`, `xftp ls URL`,
  * `xftp cp URL URL`. main() parses the command line, logs in, runs the job and reports. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +17,9 @@
 #include <dragstrip/json.h>
 #include <dragstrip/live.h>
 #include <dragstrip/size.h>
+#include <dragstrip/stop.h>
 
+#include "listing.h"
 #include "modee.h"
 #include "transfer.h"
 #include "url.h"
@@ -151,28 +155,48 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         exit(2);
 }
 
-/* The URL argument, parsed, or one line and exit(2). */
+/* The URL argument, parsed, or one line (its password hidden) and exit(2). */
 static void url_arg(const char *text, struct url *url)
 {
         if (url_parse(text, url) < 0) {
+                char shown[2 * URL_PART_MAX];
+                url_show(text, shown, sizeof(shown));
                 fprintf(stderr,
                         "xftp: '%s' is not an ftp:// URL "
                         "(ftp://[user[:password]@]host[:port]/path)\n",
-                        text);
+                        shown);
                 exit(2);
         }
 }
 
 static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct ds_error *err)
 {
-        int rc = url_credentials(url, cli->netrc, true);
+        int rc = url_credentials(url, cli->netrc, true, err);
         if (rc < 0)
-                return ds_fail(err, 0,
-                               "no password for %s@%s: give it in the URL, in ~/.netrc, or "
-                               "run on a terminal",
-                               url->user, url->host);
+                return rc;
         return ftp_open(ftp, url->host, url->port, url->user, url->pass, cli->job.timeout_ms,
                         cli->job.stop, err);
+}
+
+/* Every copy of secret in text as "***": a server may quote a password back, and no error
+ * line repeats one. A password of under four bytes is hidden where it stands as a word
+ * only, or "p" would take every p out of the message. */
+static void hide_secret(char *text, const char *secret)
+{
+        size_t len = strlen(secret);
+        char *at = text;
+
+        while (len > 0 && (at = strstr(at, secret))) {
+                bool word = (at == text || !isalnum((unsigned char)at[-1])) &&
+                            !isalnum((unsigned char)at[len]);
+                if (len < 4 && !word) {
+                        at++;
+                        continue;
+                }
+                memmove(at + 3, at + len, strlen(at + len) + 1);
+                memcpy(at, "***", 3);
+                at += 3;
+        }
 }
 
 /* The last part of a path ("" for none). */
@@ -281,8 +305,10 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         }
         ds_live_set_peer(cli->live, a.host);
         rc = login(&ftp, &a, cli, err);
-        if (rc < 0)
+        if (rc < 0) {
+                hide_secret(err->text, a.pass);
                 return rc;
+        }
         if (strcmp(op, "get") == 0) {
                 char dest[4096];
                 const char *name = base_of(a.path);
@@ -318,6 +344,11 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                 }
         }
         ftp_close(&ftp);
+        if (rc < 0) {
+                hide_secret(err->text, a.pass);
+                if (strcmp(op, "cp") == 0)
+                        hide_secret(err->text, b.pass);
+        }
         return rc;
 }
 
@@ -329,6 +360,11 @@ int main(int argc, char **argv)
         struct ds_live *live = NULL;
         struct job_totals totals = {0};
 
+        /* Descriptors 0-2 open (on /dev/null when closed), so that no socket takes one of
+         * their numbers and a write meant for the terminal never reaches a server. */
+        for (int fd = 0; fd <= 2; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+                        return 1;
         argc = ds_live_take_option(argc, argv);
         parse_cli(argc, argv, &cli, &stop);
         ds_cli_catch_stop(&stop);
@@ -356,8 +392,15 @@ int main(int argc, char **argv)
         report(&cli, &totals, seconds, rc, &err);
         ds_live_close(live);
         if (rc < 0) {
-                fprintf(stderr, "xftp: %s\n", err.text[0] ? err.text : strerror(-rc));
-                return 1;
+                /* A stop ends any wait with -EINTR: say so, not what was being waited for. */
+                bool stopped = ds_stopping();
+                const char *text = err.text[0] ? err.text : strerror(-rc);
+                if (stopped && strncmp(text, "stopped", 7) != 0)
+                        text = "stopped";
+                fputs("xftp: ", stderr);
+                listing_show(stderr, text, strlen(text), false); /* it may quote a server */
+                fputc('\n', stderr);
+                return stopped && ds_stop_status() ? ds_stop_status() : 1;
         }
         return 0;
 }

@@ -14,20 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
+#include "listing.h"
 #include "modee.h"
 #include "xfer.h"
 
-#define WHOLE_XATTR    "user.xftp.whole"
-#define PART_SUFFIX    ".xftp-part"
-#define LISTING_MAX    (64u << 20)
-#define PATH_ROOM      4096
-#define TREE_DEPTH_MAX 64u /* a server's directories nested deeper are refused */
+#define WHOLE_XATTR "user.xftp.whole"
+#define PART_SUFFIX ".xftp-part"
+#define PATH_ROOM   4096
+/* What a server's listings may cost: each one, and (-r) those held at once down a path of
+ * nested directories and all of a tree's entries together. */
+#define LISTING_MAX         (64u << 20)
+#define LISTING_ENTRIES_MAX 1000000u
+#define LISTINGS_HELD_MAX   (128u << 20)
+#define TREE_ENTRIES_MAX    10000000u
+#define TREE_DEPTH_MAX      64u /* a server's directories nested deeper are refused */
 
 /* The transfer's mode and connection count for this server. */
 static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o)
@@ -178,6 +185,11 @@ static int commit_part(int fd, const char *part, const char *local, uint64_t siz
 {
         if (ftruncate(fd, (off_t)size) < 0)
                 return ds_fail(err, -errno, "%s", part);
+        /* Written 0600 while partial; complete, it gets the mode cp would give a new file. */
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fchmod(fd, 0666 & ~mask) < 0)
+                return ds_fail(err, -errno, "chmod %s", part);
         if (fsync(fd) < 0)
                 return ds_fail(err, -errno, "fsync %s", part);
         fremovexattr(fd, WHOLE_XATTR);
@@ -241,6 +253,58 @@ static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *
         return rc < 0 ? rc : reply;
 }
 
+/* What a download may hold when the server names no size: the space free on the
+ * destination's file system when it starts, less a sixteenth kept for everyone else, so
+ * that a server that never stops cannot fill the disk. */
+static uint64_t unknown_size_bound(int fd)
+{
+        struct statvfs vfs;
+        if (fstatvfs(fd, &vfs) < 0)
+                return UINT64_MAX;
+        uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+        return free_bytes - free_bytes / 16;
+}
+
+/* The size of remote: SIZE, else the size fact of MLST. 0 and *size, -ENOENT with err
+ * filled, *size UINT64_MAX when the server says neither, or another negative errno. */
+static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, struct ds_error *err)
+{
+        int rc = ftp_size(ftp, "SIZE", remote, size, err);
+        if (rc == -ENOTSUP && ftp->feat.mlst)
+                rc = ftp_mlst_size(ftp, remote, size, err);
+        if (rc == -ENOENT)
+                return ds_fail(err, 0, "%s: no such file on %s", remote, ftp->host), -ENOENT;
+        if (rc == -ENOTSUP) {
+                *size = UINT64_MAX;
+                return 0;
+        }
+        return rc;
+}
+
+/* Says why a download failed where the pipeline's own words would mislead. */
+static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
+                        const struct ds_xfer_result *result, const struct job_opts *o,
+                        struct ds_error *err)
+{
+        unsigned long long kept = (unsigned long long)result->prefix_end;
+        if (rc == -EINTR && o->stop && atomic_load(o->stop)) {
+                if (kept > 0)
+                        ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues)",
+                                part, kept, remote);
+                else
+                        ds_fail(err, 0, "stopped before any of %s came", remote);
+        } else if (rc == -EFBIG && size != UINT64_MAX) {
+                ds_fail(err, 0,
+                        "%s: the server sent more than the %llu bytes it announced (%s kept)",
+                        remote, (unsigned long long)size, part);
+        } else if (rc == -EFBIG) {
+                ds_fail(err, 0,
+                        "%s: the server named no size and sent more than the %llu bytes "
+                        "the destination can spare (%s kept)",
+                        remote, (unsigned long long)bound, part);
+        }
+}
+
 static int get_file(struct ftp *ftp, const char *remote, const char *local,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
@@ -248,17 +312,13 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
         char part[PATH_ROOM];
-        uint64_t size = UINT64_MAX, offset;
+        uint64_t size, offset;
         bool marks = false;
         unsigned n = streams_for(ftp, o);
         int fds[DS_MODEE_MAX_STREAMS];
 
-        int rc = ftp_size(ftp, "SIZE", remote, &size, err);
-        if (rc == -ENOENT)
-                return ds_fail(err, 0, "%s: no such file on %s", remote, ftp->host), -ENOENT;
-        if (rc == -ENOTSUP)
-                size = UINT64_MAX;
-        else if (rc < 0)
+        int rc = remote_size(ftp, remote, &size, err);
+        if (rc < 0)
                 return rc;
         if (part_name(local, part, sizeof(part)) < 0)
                 return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
@@ -273,8 +333,10 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                                (unsigned long long)size, remote),
                        -EINVAL;
         }
+        uint64_t bound = size == UINT64_MAX ? unknown_size_bound(fd) : size;
+        uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
-        struct ds_xfer_result result = {0};
+        struct ds_xfer_result result = {.prefix_end = offset};
         rc = ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, err);
         struct ds_data_opts dopts = data_opts(o);
         if (rc == 0)
@@ -283,11 +345,12 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
         if (rc == 0) {
-                struct ds_xfer_opts xo = xfer_opts(o, offset, size);
+                struct ds_xfer_opts xo = xfer_opts(o, offset, limit);
                 xo.on_prefix = record_whole;
                 xo.prefix_ctx = &fd;
                 rc = move_data(ftp, &file, true, fds, n, &xo, &result, err);
                 t->bytes += result.bytes;
+                explain_get(rc, remote, part, size, bound, &result, o, err);
         }
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
@@ -354,6 +417,9 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                         xo.length = (uint64_t)st.st_size - offset;
                         rc = move_data(ftp, &file, false, fds, n, &xo, &result, err);
                         t->bytes += result.bytes;
+                        if (rc == -EINTR && o->stop && atomic_load(o->stop))
+                                ds_fail(err, 0, "stopped: %s keeps what came (--resume continues)",
+                                        remote);
                 }
                 t->seconds += ds_seconds_between(start_ns, ds_now_ns());
                 if (rc == 0 && o->verify)
@@ -366,9 +432,19 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
         return rc;
 }
 
-/* Reads a listing (LIST or MLSD of path) in MODE S. *text is malloc'd. */
-static int fetch_listing(struct ftp *ftp, const char *verb, const char *path,
-                         const struct job_opts *o, char **text, struct ds_error *err)
+/* Lines of a listing, each an entry or a line to skip. */
+static size_t count_lines(const char *text)
+{
+        size_t lines = 0;
+        for (const char *p = text; (p = strchr(p, '\n')); p++)
+                lines++;
+        return lines;
+}
+
+/* Reads a listing (LIST or MLSD of path) in MODE S, at most max bytes and
+ * LISTING_ENTRIES_MAX lines. *text is malloc'd; *len gets its length. */
+static int fetch_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
+                         const struct job_opts *o, char **text, size_t *len, struct ds_error *err)
 {
         struct ds_data_opts dopts = data_opts(o);
         int fd;
@@ -384,68 +460,37 @@ static int fetch_listing(struct ftp *ftp, const char *verb, const char *path,
                 close(fd);
                 return rc;
         }
-        long got = ds_data_read_all(fd, text, LISTING_MAX, &dopts, err);
+        long got = ds_data_read_all(fd, text, max, &dopts, err);
         close(fd);
         struct ds_error reply_err;
         rc = final_reply(ftp, verb, got < 0 ? &reply_err : err);
-        if (got < 0) {
+        if (got == -EFBIG)
+                return ds_fail(err, 0, "%s %s: listing over %zu bytes", verb, path, max), -EFBIG;
+        if (got < 0)
                 return (int)got;
-        }
+        if (rc == 0 && count_lines(*text) > LISTING_ENTRIES_MAX)
+                rc = (ds_fail(err, 0, "%s %s: listing over %u entries", verb, path,
+                              LISTING_ENTRIES_MAX),
+                      -EFBIG);
         if (rc < 0) {
                 free(*text);
                 *text = NULL;
         }
+        *len = (size_t)got;
         return rc;
 }
 
 int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err)
 {
         char *text = NULL;
-        int rc = fetch_listing(ftp, "LIST", remote, o, &text, err);
+        size_t len;
+        int rc = fetch_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, err);
         if (rc < 0)
                 return rc;
-        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones.
-         * Other control bytes become '?': a server's names must not drive the terminal. */
-        for (const char *p = text; *p; p++) {
-                unsigned char c = (unsigned char)*p;
-                if (c == '\r' && p[1] == '\n')
-                        continue;
-                putchar((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? '?' : c);
-        }
+        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
+        listing_show(stdout, text, len, true);
         free(text);
         return 0;
-}
-
-/* One entry of a listing: a name and whether it is a directory. false for lines that
- * name nothing to copy (totals, ".", "..", links, names with '/'). */
-static bool parse_entry(char *line, bool mlsd, char **name, bool *is_dir)
-{
-        line[strcspn(line, "\r")] = '\0';
-        if (mlsd) {
-                /* "fact=value;fact=value; name" (RFC 3659 7.2) */
-                char *space = strchr(line, ' ');
-                if (!space)
-                        return false;
-                *space = '\0';
-                *name = space + 1;
-                *is_dir = strcasestr(line, "type=dir;") != NULL;
-                if (!*is_dir && !strcasestr(line, "type=file;"))
-                        return false;
-        } else {
-                /* "drwxr-xr-x 2 user group 4096 Nov 23 19:00 name": the name after 8 fields */
-                if (line[0] != 'd' && line[0] != '-')
-                        return false;
-                *is_dir = line[0] == 'd';
-                char *p = line;
-                for (int field = 0; field < 8; field++) {
-                        p += strcspn(p, " ");
-                        p += strspn(p, " ");
-                        if (!*p)
-                                return false;
-                }
-                *name = p;
-        }
-        return **name && strcmp(*name, ".") != 0 && strcmp(*name, "..") != 0 && !strchr(*name, '/');
 }
 
 static int join(char *out, size_t room, const char *dir, const char *name)
@@ -454,35 +499,58 @@ static int join(char *out, size_t room, const char *dir, const char *name)
         return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
 }
 
+/* What the listings of a recursive get hold and have held. */
+struct tree_budget {
+        size_t held;   /* bytes of the listings down the current path */
+        uint64_t seen; /* lines of every listing so far */
+};
+
 static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
-                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+                    struct tree_budget *b, const struct job_opts *o, struct job_totals *t,
+                    struct ds_error *err)
 {
         if (depth > TREE_DEPTH_MAX)
                 return ds_fail(err, 0, "%s: deeper than %u directories", remote, TREE_DEPTH_MAX),
                        -ELOOP;
         char *text = NULL;
+        size_t len;
         bool mlsd = ftp->feat.mlst;
-        int rc = fetch_listing(ftp, mlsd ? "MLSD" : "LIST", remote, o, &text, err);
+        size_t room = LISTINGS_HELD_MAX - b->held;
+        int rc = fetch_listing(ftp, mlsd ? "MLSD" : "LIST", remote,
+                               room < LISTING_MAX ? room : LISTING_MAX, o, &text, &len, err);
+        if (rc == -EFBIG && room < LISTING_MAX)
+                return ds_fail(err, 0, "%s: listings of nested directories over %u MiB together",
+                               remote, LISTINGS_HELD_MAX >> 20),
+                       -EFBIG;
         if (rc < 0)
                 return rc;
-        if (mkdir(local, 0755) < 0 && errno != EEXIST) {
+        b->seen += count_lines(text);
+        if (b->seen > TREE_ENTRIES_MAX) {
+                free(text);
+                return ds_fail(err, 0, "%s: the tree lists over %u entries", remote,
+                               TREE_ENTRIES_MAX),
+                       -EFBIG;
+        }
+        if (mkdir(local, 0777) < 0 && errno != EEXIST) {
                 free(text);
                 return ds_fail(err, -errno, "mkdir %s", local);
         }
+        b->held += len;
         char *save;
         for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
              line = strtok_r(NULL, "\n", &save)) {
                 char *name, r[PATH_ROOM], l[PATH_ROOM];
                 bool is_dir;
-                if (!parse_entry(line, mlsd, &name, &is_dir))
+                if (!listing_entry(line, mlsd, &name, &is_dir))
                         continue;
                 if (join(r, sizeof(r), remote, name) < 0 || join(l, sizeof(l), local, name) < 0) {
                         rc = (ds_fail(err, 0, "%s/%s: name too long", remote, name), -ENAMETOOLONG);
                         break;
                 }
-                rc = is_dir ? get_tree(ftp, r, l, depth + 1, o, t, err)
+                rc = is_dir ? get_tree(ftp, r, l, depth + 1, b, o, t, err)
                             : get_file(ftp, r, l, o, t, err);
         }
+        b->held -= len;
         free(text);
         return rc;
 }
@@ -524,7 +592,8 @@ static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsi
 int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
             struct job_totals *t, struct ds_error *err)
 {
-        return o->recursive ? get_tree(ftp, remote, local, 0, o, t, err)
+        struct tree_budget budget = {0};
+        return o->recursive ? get_tree(ftp, remote, local, 0, &budget, o, t, err)
                             : get_file(ftp, remote, local, o, t, err);
 }
 

@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <dragstrip/error.h>
 #include <dragstrip/net.h>
 
 bool url_is_ftp(const char *text)
@@ -155,32 +156,48 @@ static void netrc_lookup(char *text, const char *host, struct url *url)
         }
 }
 
-static void read_netrc(struct url *url, const char *path)
+/* Fills what the netrc file at path (NULL: $HOME/.netrc) holds for url. A password in a
+ * file that group or others may reach is refused, as ftp(1) refuses it, not skipped in
+ * silence: the user would wonder why the file is ignored. A missing file is no error. */
+static int read_netrc(struct url *url, const char *path, struct ds_error *err)
 {
         char fallback[512];
         if (!path) {
                 const char *home = getenv("HOME");
                 if (!home)
-                        return;
+                        return 0;
                 snprintf(fallback, sizeof(fallback), "%s/.netrc", home);
                 path = fallback;
         }
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return;
+                return 0;
         struct stat st;
         char *text = NULL;
-        /* Passwords in a file others can read are not to be used (as ftp(1) and curl warn). */
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & 077) &&
-            st.st_size < (1 << 20) && (text = malloc((size_t)st.st_size + 1))) {
+        int rc = 0;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 20) &&
+            (text = malloc((size_t)st.st_size + 1))) {
                 ssize_t n = read(fd, text, (size_t)st.st_size);
+                struct url found = *url;
                 if (n >= 0) {
                         text[n] = '\0';
-                        netrc_lookup(text, url->host, url);
+                        netrc_lookup(text, url->host, &found);
                 }
+                if (found.has_pass && !url->has_pass && (st.st_mode & 077)) {
+                        ds_fail(err, 0,
+                                "%s holds a password and group or others can reach it: "
+                                "chmod go= %s",
+                                path, path);
+                        rc = -EPERM;
+                } else {
+                        *url = found;
+                }
+                explicit_bzero(&found, sizeof(found));
+                explicit_bzero(text, (size_t)st.st_size + 1);
                 free(text);
         }
         close(fd);
+        return rc;
 }
 
 /* Reads a password from the terminal without echo. */
@@ -218,10 +235,13 @@ static int prompt_password(struct url *url)
         return rc;
 }
 
-int url_credentials(struct url *url, const char *netrc, bool may_prompt)
+int url_credentials(struct url *url, const char *netrc, bool may_prompt, struct ds_error *err)
 {
-        if (!url->has_user || !url->has_pass)
-                read_netrc(url, netrc);
+        if (!url->has_user || !url->has_pass) {
+                int rc = read_netrc(url, netrc, err);
+                if (rc < 0)
+                        return rc;
+        }
         if (!url->has_user) {
                 snprintf(url->user, sizeof(url->user), "anonymous");
                 url->has_user = true;
@@ -233,5 +253,29 @@ int url_credentials(struct url *url, const char *netrc, bool may_prompt)
                 url->has_pass = true;
                 return 0;
         }
-        return may_prompt ? prompt_password(url) : -ENOTTY;
+        int rc = may_prompt ? prompt_password(url) : -ENOTTY;
+        if (rc < 0)
+                ds_fail(err, 0,
+                        "no password for %s@%s: give it in the URL or the netrc file, or run on "
+                        "a terminal",
+                        url->user, url->host);
+        return rc;
+}
+
+void url_show(const char *text, char *out, size_t room)
+{
+        /* ftp://user:password@host...: the password, if any, is what follows the first ':'
+         * after "//" and ends at the last '@' before the path. */
+        const char *auth = strstr(text, "//");
+        auth = auth ? auth + 2 : text;
+        size_t host_end = strcspn(auth, "/");
+        const char *at = NULL;
+        for (const char *q = auth; q < auth + host_end; q++)
+                if (*q == '@')
+                        at = q;
+        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon)
+                snprintf(out, room, "%.*s:***%s", (int)(colon - text), text, at);
+        else
+                snprintf(out, room, "%s", text);
 }

@@ -3,7 +3,10 @@
 #define XFTP_URL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct ds_error;
 
 #define URL_PART_MAX 1024
 
@@ -24,10 +27,14 @@ bool url_is_ftp(const char *text);
  * a decoded NUL, CR or LF refused. Returns 0 or -EINVAL. */
 int url_parse(const char *text, struct url *out);
 
-/* Fills missing credentials: ~/.netrc (the machine entry, else the default one; not used
- * when others can read the file, nor its password for another login), then for a named
- * user a password prompt on the terminal (with may_prompt), else anonymous. netrc may be
- * NULL for $HOME/.netrc. Returns 0, or -ENOTTY when a user's password was nowhere. */
-int url_credentials(struct url *url, const char *netrc, bool may_prompt);
+/* Fills missing credentials: ~/.netrc (the machine entry, else the default one; its
+ * password never for another login), then for a named user a password prompt on the
+ * terminal (with may_prompt), else anonymous. netrc may be NULL for $HOME/.netrc. Returns
+ * 0, -EPERM when the netrc file holds the password but group or others can reach it (as
+ * ftp(1)), or -ENOTTY when a user's password was nowhere; err says which. */
+int url_credentials(struct url *url, const char *netrc, bool may_prompt, struct ds_error *err);
+
+/* text (a URL as typed) into out, its password, if any, shown as "***". */
+void url_show(const char *text, char *out, size_t room);
 
 #endif

@@ -139,7 +139,9 @@ static void count(struct pipeline *pl, unsigned index, size_t bytes)
                 ds_live_stream_add(pl->live, pl->slots[index], 1, bytes);
 }
 
-/* After a slice passed with nothing moved: 0 to keep waiting, or why to give up. */
+/* After a slice: 0 to keep waiting, or why to give up. Also after a socket call that
+ * moved bytes: on a slow link a slice ends with a partial count, not an error, so a
+ * steady trickle would otherwise never see a stop. */
 static int check_wait(struct pipeline *pl, struct ds_error *err)
 {
         const struct ds_xfer_opts *o = pl->opts;
@@ -292,6 +294,9 @@ static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, str
                         continue;
                 }
                 progress(pl);
+                int rc = check_wait(pl, err);
+                if (rc < 0)
+                        return rc;
                 size_t left = (size_t)sent;
                 while (msg.msg_iovlen > 0 && left >= msg.msg_iov->iov_len) {
                         left -= msg.msg_iov->iov_len;
@@ -318,6 +323,9 @@ static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eo
                 if (n > 0) {
                         done += (size_t)n;
                         progress(pl);
+                        int rc = check_wait(pl, err);
+                        if (rc < 0)
+                                return rc;
                         continue;
                 }
                 if (n == 0) {
@@ -773,6 +781,9 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
                 result->bytes += (uint64_t)sent;
                 result->blocks++;
                 left -= (uint64_t)sent;
+                int rc = check_wait(pl, err);
+                if (rc < 0)
+                        return rc;
         }
         return 0;
 }

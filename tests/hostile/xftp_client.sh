@@ -1,0 +1,113 @@
+#!/bin/bash
+# xftp against hostile servers (xftp_client_server.py): a copy never points a server at
+# a host the other one named; a reply dripped a byte at a time is bounded by --timeout as a
+# whole; a download never takes more than the size announced, nor (no size known) the
+# disk; nested listings are bounded together; server text never reaches the terminal raw;
+# no password is printed; fd 0 is never written; a netrc others can reach is refused;
+# downloads get the umask's mode.
+. "$DS_SRC/tests/integration/xftp_lib.sh"
+server=$DS_SRC/tests/hostile/xftp_client_server.py
+
+# hostile PORT HOW [LOG]: the server in the background, listening.
+hostile() {
+	python3 "$server" "$@" &
+	wait_listening "$1"
+}
+
+# no_control FILE WHAT: FILE has no control byte but newlines.
+no_control() {
+	! LC_ALL=C grep -q '[[:cntrl:]]' <(tr -d '\n' <"$1") ||
+		fail "$2: control bytes passed on: $(od -c "$1" | head -5)"
+}
+
+# cp: the destination's PASV names 127.0.0.9; the source must be sent to 127.0.0.1.
+hostile 2240 record "$work/ports"
+hostile 2241 bounce
+"$xftp" -q cp ftp://u:p@127.0.0.1:2240/f ftp://u:p@127.0.0.1:2241/f </dev/null 2>"$work/err" ||
+	true
+grep -q . "$work/ports" || fail "cp sent the source no PORT: $(cat "$work/err")"
+grep -q '^PORT 127,0,0,1,' "$work/ports" && ! grep -q '127,0,0,9' "$work/ports" ||
+	fail "cp pointed the source elsewhere than the destination: $(cat "$work/ports")"
+pass "cp: the source is pointed at the destination's control address, not PASV's host"
+
+# A greeting dripped a byte every 0.5 s: --timeout 5 bounds the whole reply.
+hostile 2242 drip
+start=$(date +%s)
+expect_error "dripped greeting, --timeout 5" "no reply within" \
+	"$xftp" -q --timeout 5 ls ftp://u:p@127.0.0.1:2242/
+took=$(($(date +%s) - start))
+[ "$took" -le 10 ] || fail "--timeout 5 held for $took s"
+pass "a dripped reply ended after $took s"
+
+# SIZE refused, MLST says 1000 bytes, RETR sends 64 MiB: an error, nothing committed.
+hostile 2243 nosize
+mkdir "$work/g1"
+expect_error "more than announced" "more than the 1000 bytes it announced" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2243/f "$work/g1/f"
+[ ! -e "$work/g1/f" ] || fail "a download over its announced size took its name"
+pass "a download over the size MLST announced fails and is not committed"
+
+# No size at all, 64 MiB sent, into a 32 MiB file system: refused before the disk is full.
+hostile 2244 blind
+mkdir "$work/small"
+unshare -m bash -c '
+	mount -t tmpfs -o size=32m tmpfs "$1" || exit 3
+	timeout 20 "$2" -q get ftp://u:p@127.0.0.1:2244/f "$1/f" 2>"$3"; echo "status $?" >>"$3"
+	df -k --output=avail "$1" | tail -1 >"$4"' _ "$work/small" "$xftp" "$work/err" "$work/avail"
+grep -q 'named no size and sent more than' "$work/err" ||
+	fail "a download of no known size: $(cat "$work/err")"
+grep -q 'status 1$' "$work/err" || fail "not status 1: $(cat "$work/err")"
+[ "$(cat "$work/avail")" -gt 1024 ] || fail "the file system was filled: $(cat "$work/avail") KiB left"
+pass "no size known: stopped with $(cat "$work/avail") KiB free: $(head -1 "$work/err")"
+
+# 64 levels of 4 MiB listings: refused past 128 MiB held together, the client stays small.
+hostile 2245 deep
+/usr/bin/time -f '%M' -o "$work/rss" timeout 60 "$xftp" -q -r get ftp://u:p@127.0.0.1:2245/d \
+	"$work/tree" 2>"$work/err" </dev/null && fail "get -r of an endless tree succeeded"
+grep -q 'listings of nested directories over 128 MiB' "$work/err" ||
+	fail "get -r of deep listings: $(cat "$work/err")"
+rss=$(tail -1 "$work/rss")
+[ "$rss" -lt $((400 * 1024)) ] || fail "get -r grew to $rss KiB"
+pass "nested listings bounded together ($rss KiB peak): $(head -1 "$work/err")"
+
+# Replies with escapes and the password quoted back: one clean line, no password.
+hostile 2246 rude
+expect_error "rude reply" "refused" "$xftp" -q ls ftp://u:s3cretpw@127.0.0.1:2246/
+no_control "$work/err" "an error line"
+! grep -q s3cretpw "$work/err" || fail "the password was printed: $(cat "$work/err")"
+pass "a refused login: no control byte, no password on stderr"
+expect_error "bad URL" "not an ftp:// URL" "$xftp" ls ftp://u:s3cretpw@127.0.0.1:99999/
+! grep -q s3cretpw "$work/err" || fail "the password was printed: $(cat "$work/err")"
+pass "a bad URL is shown without its password"
+
+# A user without a password and no terminal: one line, fd 0 never written.
+hostile 2247 plain
+: >"$work/stdin"
+status=0
+setsid -w "$xftp" -q ls ftp://alice@127.0.0.1:2247/ <>"$work/stdin" >"$work/out" 2>"$work/err" ||
+	status=$?
+[ "$status" -eq 1 ] || fail "no password, no tty: status $status: $(cat "$work/err")"
+[ ! -s "$work/stdin" ] || fail "xftp wrote to fd 0: $(cat "$work/stdin")"
+grep -q 'no password for alice@127.0.0.1' "$work/err" && [ "$(wc -l <"$work/err")" -eq 1 ] ||
+	fail "no password, no tty: $(cat "$work/err")"
+pass "no password, no tty: $(cat "$work/err")"
+
+# A netrc with a password that others can read is refused, as ftp(1) does.
+mkdir -p "$work/home"
+echo 'machine 127.0.0.1 login bob password pw' >"$work/home/.netrc"
+chmod 644 "$work/home/.netrc"
+expect_error "netrc 644" "chmod go=" env HOME="$work/home" "$xftp" -q ls ftp://127.0.0.1:2247/
+chmod 600 "$work/home/.netrc"
+HOME="$work/home" "$xftp" -q ls ftp://127.0.0.1:2247/ </dev/null >/dev/null ||
+	fail "a netrc of mode 600 is used"
+pass "the same netrc at 600 is used"
+
+# Downloads are created with the umask, as cp does.
+(umask 022 && "$xftp" -q get ftp://u:p@127.0.0.1:2247/f "$work/m022" </dev/null) ||
+	fail "get from the plain server"
+(umask 077 && "$xftp" -q get ftp://u:p@127.0.0.1:2247/f "$work/m077" </dev/null) ||
+	fail "get from the plain server"
+[ "$(stat -c %a "$work/m022")" = 644 ] && [ "$(stat -c %a "$work/m077")" = 600 ] ||
+	fail "modes $(stat -c %a "$work/m022") and $(stat -c %a "$work/m077"), not 644 and 600"
+[ "$(cat "$work/m022")" = hello ] || fail "the download's bytes"
+pass "downloads take 0666 less the umask"

@@ -1,0 +1,113 @@
+"""A hostile FTP server for xftp_client.sh. argv: PORT HOW [LOG]; serves sessions one
+after another until killed. HOW:
+  drip     the greeting comes a byte every half second
+  bounce   PASV names a third host, 127.0.0.9 (the destination of an FTP bounce)
+  record   as a copy's source: PORT/EPRT arguments are appended to LOG, RETR answered
+  nosize   SIZE refused (502), MLST says size=1000, RETR sends 64 MiB
+  blind    no SIZE, no MLST, RETR sends 64 MiB
+  deep     MLSD of every directory lists a directory "d" and 4 MiB of lines to skip
+  rude     the replies carry terminal escapes; PASS quotes the password back, refused
+  plain    RETR sends "hello" (SIZE 5)
+"""
+import socket
+import sys
+import threading
+
+port, how = int(sys.argv[1]), sys.argv[2]
+log = sys.argv[3] if len(sys.argv) > 3 else None
+listener = socket.create_server(('127.0.0.1', port))
+BIG = 64 << 20
+FILLER = b'type=OS.unix=x; filler-line-to-skip\r\n'
+
+
+def session(ctl):
+    f = ctl.makefile('rwb', buffering=0)
+
+    def say(text):
+        f.write(text.encode('latin-1') + b'\r\n')
+
+    if how == 'drip':
+        for byte in b'220 ' + b'x' * 100 + b'\r\n':
+            f.write(bytes([byte]))
+            threading.Event().wait(0.5)
+        return
+    say('220 ready')
+    data = None
+    while True:
+        line = f.readline()
+        if not line:
+            return
+        verb, _, arg = line.decode('latin-1').strip().partition(' ')
+        verb = verb.upper()
+        if verb == 'USER':
+            say('331 pass')
+        elif verb == 'PASS':
+            if how == 'rude':
+                say('530 \x1b]0;pwned\x07\x1b[2J wrong password: ' + arg)
+            else:
+                say('230 in')
+        elif verb == 'FEAT':
+            say('211-feat')
+            if how not in ('blind',):
+                say(' MLST type*;size*;')
+            if how not in ('nosize', 'blind'):
+                say(' SIZE')
+            say('211 End')
+        elif verb == 'PASV':
+            data = socket.create_server(('127.0.0.1', 0))
+            data.settimeout(3)
+            p = data.getsockname()[1]
+            host = '127,0,0,9' if how == 'bounce' else '127,0,0,1'
+            say('227 Entering Passive Mode (%s,%d,%d)' % (host, p >> 8, p & 255))
+        elif verb in ('PORT', 'EPRT'):
+            with open(log, 'a') as out:
+                out.write(verb + ' ' + arg + '\n')
+            say('200 ok')
+        elif verb == 'SIZE':
+            if how in ('nosize', 'blind'):
+                say('502 no SIZE here')
+            else:
+                say('213 5')
+        elif verb == 'MLST':
+            say('250-facts')
+            say(' type=file;size=%d; %s' % (1000 if how == 'nosize' else 5, arg))
+            say('250 End')
+        elif verb in ('RETR', 'STOR') and how in ('record', 'bounce'):
+            # a copy: the source never connects anywhere; the destination gives up waiting
+            say('150 go')
+            if data:
+                try:
+                    data.accept()[0].close()
+                except OSError:
+                    pass
+            say('226 done')
+        elif verb in ('RETR', 'MLSD', 'LIST'):
+            say('150 here')
+            try:
+                conn, _ = data.accept()
+                if verb == 'MLSD':
+                    conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
+                elif how in ('nosize', 'blind'):
+                    chunk = b'z' * (1 << 20)
+                    for _ in range(BIG >> 20):
+                        conn.sendall(chunk)
+                else:
+                    conn.sendall(b'hello')
+                conn.close()
+                say('226 done')
+            except OSError:
+                say('426 gone')
+        elif verb == 'QUIT':
+            say('221 bye')
+            return
+        else:
+            say('200 ok')
+
+
+while True:
+    ctl, _ = listener.accept()
+    try:
+        session(ctl)
+    except OSError:
+        pass
+    ctl.close()
