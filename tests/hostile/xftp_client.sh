@@ -76,6 +76,11 @@ expect_error "rude reply" "refused" "$xftp" -q ls ftp://u:s3cretpw@127.0.0.1:224
 no_control "$work/err" "an error line"
 ! grep -q s3cretpw "$work/err" || fail "the password was printed: $(cat "$work/err")"
 pass "a refused login: no control byte, no password on stderr"
+# A short password quoted back all over a full error line: "***" is longer than "ab".
+expect_error "short password quoted" "refused" "$xftp" -q ls ftp://u:ab@127.0.0.1:2246/
+! grep -q -w ab "$work/err" || fail "the password was printed: $(cat "$work/err")"
+! grep -q Sanitizer "$work/err" || fail "hiding a short password overran: $(cat "$work/err")"
+pass "a short password quoted back over a full line is hidden within the line"
 expect_error "bad URL" "not an ftp:// URL" "$xftp" ls ftp://u:s3cretpw@127.0.0.1:99999/
 ! grep -q s3cretpw "$work/err" || fail "the password was printed: $(cat "$work/err")"
 pass "a bad URL is shown without its password"

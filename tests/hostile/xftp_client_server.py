@@ -43,7 +43,8 @@ def session(ctl):
             say('331 pass')
         elif verb == 'PASS':
             if how == 'rude':
-                say('530 \x1b]0;pwned\x07\x1b[2J wrong password: ' + arg)
+                # a long reply: the error line is full before its copies are hidden
+                say('530 \x1b]0;pwned\x07\x1b[2J wrong password: ' + (arg + ' ') * 150)
             else:
                 say('230 in')
         elif verb == 'FEAT':

@@ -178,10 +178,11 @@ static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct
                         cli->job.stop, err);
 }
 
-/* Every copy of secret in text as "***": a server may quote a password back, and no error
- * line repeats one. A password of under four bytes is hidden where it stands as a word
- * only, or "p" would take every p out of the message. */
-static void hide_secret(char *text, const char *secret)
+/* Every copy of secret in text (a buffer of size bytes) as "***": a server may quote a
+ * password back, and no error line repeats one. A password of under four bytes is hidden
+ * where it stands as a word only, or "p" would take every p out of the message. "***" may
+ * be longer than what it hides: a tail that would no longer fit is dropped. */
+static void hide_secret(char *text, size_t size, const char *secret)
 {
         size_t len = strlen(secret);
         char *at = text;
@@ -193,7 +194,16 @@ static void hide_secret(char *text, const char *secret)
                         at++;
                         continue;
                 }
-                memmove(at + 3, at + len, strlen(at + len) + 1);
+                size_t before = (size_t)(at - text);
+                if (before + 4 > size) { /* not even "***" fits: end the text here */
+                        *at = '\0';
+                        break;
+                }
+                size_t tail = strlen(at + len), room = size - before - 4;
+                if (tail > room)
+                        tail = 0; /* a cut tail could end in part of the secret */
+                memmove(at + 3, at + len, tail);
+                at[3 + tail] = '\0';
                 memcpy(at, "***", 3);
                 at += 3;
         }
@@ -306,7 +316,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         ds_live_set_peer(cli->live, a.host);
         rc = login(&ftp, &a, cli, err);
         if (rc < 0) {
-                hide_secret(err->text, a.pass);
+                hide_secret(err->text, sizeof(err->text), a.pass);
                 return rc;
         }
         if (strcmp(op, "get") == 0) {
@@ -345,9 +355,9 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         }
         ftp_close(&ftp);
         if (rc < 0) {
-                hide_secret(err->text, a.pass);
+                hide_secret(err->text, sizeof(err->text), a.pass);
                 if (strcmp(op, "cp") == 0)
-                        hide_secret(err->text, b.pass);
+                        hide_secret(err->text, sizeof(err->text), b.pass);
         }
         return rc;
 }
