@@ -1,4 +1,4 @@
-/* Stopping on SIGINT and SIGTERM (stop.h). */
+/* Stopping on SIGINT, SIGTERM and SIGHUP (stop.h). */
 #include <dragstrip/stop.h>
 
 #include <dragstrip/clock.h>
@@ -36,6 +36,12 @@ void ds_stop_catch(atomic_bool *also)
         struct sigaction sa = {.sa_handler = on_signal};
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+                err(1, "sigaction");
+        /* A hang-up (the terminal or the ssh session gone) stops as SIGTERM does, unless
+         * the tool was started to outlive it (nohup leaves it ignored). */
+        struct sigaction hup;
+        if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN &&
+            sigaction(SIGHUP, &sa, NULL) != 0)
                 err(1, "sigaction");
         signal(SIGPIPE, SIG_IGN);
 }

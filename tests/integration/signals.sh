@@ -1,4 +1,4 @@
-# SIGINT and SIGTERM to ttcp, blast and sink, idle and mid-run (and long durations): each ends within 2 s with
+# SIGINT, SIGTERM (and SIGHUP) to ttcp, blast and sink, idle and mid-run (and long durations): each ends within 2 s with
 # its report so far (marked interrupted), status 130 or 143, and no live-counter segment;
 # a second signal ends a tool at once even while it waits out its first.
 source "$(dirname "$0")/lib.sh"
@@ -51,6 +51,21 @@ pid=$!
 wait_listening 16620
 stop_and_check "ttcp -r idle" $pid TERM
 pass "ttcp -r waiting for a connection: SIGTERM ends it in $took_ms ms (143)"
+
+# A hang-up (terminal or ssh gone) stops a tool as SIGTERM does; under nohup it is ignored.
+"$ttcp" -r -s -p 16620 >"$work/r.out" 2>"$work/r.err" &
+pid=$!
+wait_listening 16620
+stop_and_check "ttcp -r idle" $pid HUP
+pass "ttcp -r waiting for a connection: SIGHUP ends it in $took_ms ms (129)"
+nohup "$ttcp" -r -s -p 16620 >"$work/r.out" 2>"$work/r.err" &
+pid=$!
+wait_listening 16620
+kill -HUP $pid
+sleep 0.3
+kill -0 $pid 2>/dev/null || fail "ttcp -r under nohup ended on SIGHUP"
+stop_and_check "ttcp -r under nohup" $pid TERM
+pass "ttcp -r under nohup: SIGHUP ignored, SIGTERM ends it (143)"
 
 # ttcp -r mid-run: the classic report of what came, on stdout as with -s
 "$ttcp" -r -s -p 16621 >"$work/r.out" 2>"$work/r.err" &

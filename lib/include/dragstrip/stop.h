@@ -1,4 +1,4 @@
-/* Stopping: SIGINT and SIGTERM ask the whole process to stop, and every wait in lib/
+/* Stopping: SIGINT, SIGTERM and SIGHUP ask the whole process to stop, and every wait in lib/
  * notices within a fraction of a second, whichever thread the signal happened to hit.
  *
  * The rule for waits (poll, sleep, accept, connect): one that may last longer than
@@ -18,9 +18,10 @@
 
 #define DS_STOP_SLICE_MS 100
 
-/* Installs the SIGINT and SIGTERM handlers (and ignores SIGPIPE, so a vanished peer is
- * EPIPE); a signal also sets *also (may be NULL), for a tool that polls a flag of its own.
- * Only main() calls it, through ds_cli_catch_stop. */
+/* Installs the SIGINT, SIGTERM and SIGHUP handlers (SIGHUP only where it is not ignored,
+ * so nohup still works; and ignores SIGPIPE, so a vanished peer is EPIPE); a signal also sets *also
+ * (may be NULL), for a tool that polls a flag of its own. Only main() calls it, through
+ * ds_cli_catch_stop. */
 void ds_stop_catch(atomic_bool *also);
 
 /* Asks for a stop as a signal would (signo 0: not a signal, e.g. a test). */
@@ -29,11 +30,11 @@ void ds_stop_request(int signo);
 /* True once a stop was requested. One relaxed load: cheap enough for any loop. */
 bool ds_stopping(void);
 
-/* The signal that asked for the stop (SIGINT or SIGTERM), or 0 when none did. */
+/* The signal that asked for the stop (SIGINT, SIGTERM or SIGHUP), or 0 when none did. */
 int ds_stop_signal(void);
 
 /* The exit status a shell expects of a process stopped by the signal that stopped this
- * one (130 for SIGINT, 143 for SIGTERM), or 0 when no signal did. */
+ * one (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), or 0 when no signal did. */
 int ds_stop_status(void);
 
 /* poll() on one descriptor for events, at most timeout_ms (negative: forever), resuming
