@@ -16,8 +16,9 @@ bool listing_entry(char *line, bool mlsd, char **name, bool *is_dir);
  * *size, or -ENOENT when the line has no valid size fact. */
 int listing_size_fact(const char *line, uint64_t *size);
 
-/* Prints len bytes of a server's text on out with every control byte (and DEL) shown as
- * '?'. With lines, LF and TAB stay and the CR of a CR LF is dropped (a listing); without,
+/* Prints len bytes of a server's text on out with every control character (C0, DEL and
+ * C1, raw or UTF-8 encoded) and every byte that is not part of a whole UTF-8 character
+ * shown as '?'. With lines, LF and TAB stay and the CR of a CR LF is dropped (a listing); without,
  * the text stays on one line (a reply quoted in an error). */
 void listing_show(FILE *out, const char *text, size_t len, bool lines);
 
