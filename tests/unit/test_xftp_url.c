@@ -134,8 +134,13 @@ static void test_url_show_hides_the_password(void **state)
 
         url_show("ftp://bob:s3cret@h:21/x", shown, sizeof(shown));
         assert_string_equal(shown, "ftp://bob:***@h:21/x");
+        /* Only text that failed to parse is shown: hiding too much beats showing a secret. */
         url_show("ftp://bob@h/x:y@z", shown, sizeof(shown));
-        assert_string_equal(shown, "ftp://bob@h/x:y@z");
+        assert_string_equal(shown, "ftp://bob@h/x:***@z");
+        url_show("ftp://alice:Hunt/er2pw@host/x", shown, sizeof(shown));
+        assert_string_equal(shown, "ftp://alice:***@host/x");
+        url_show("ftp:/alice:Hunter2pw@host/x", shown, sizeof(shown));
+        assert_null(strstr(shown, "Hunter2pw"));
         url_show("ftp://h/x", shown, sizeof(shown));
         assert_string_equal(shown, "ftp://h/x");
 }

@@ -265,14 +265,13 @@ int url_credentials(struct url *url, const char *netrc, bool may_prompt, struct 
 void url_show(const char *text, char *out, size_t room)
 {
         /* ftp://user:password@host...: the password, if any, is what follows the first ':'
-         * after "//" and ends at the last '@' before the path. */
+         * after "//" and ends at the last '@'. The text may be no URL at all (one '/', a
+         * '/' inside the password): the last '@' anywhere is taken, and without "//" the
+         * first ':' even if it ends a scheme, so that too much is hidden rather than a
+         * password shown. */
         const char *auth = strstr(text, "//");
         auth = auth ? auth + 2 : text;
-        size_t host_end = strcspn(auth, "/");
-        const char *at = NULL;
-        for (const char *q = auth; q < auth + host_end; q++)
-                if (*q == '@')
-                        at = q;
+        const char *at = strrchr(auth, '@');
         const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
         if (colon)
                 snprintf(out, room, "%.*s:***%s", (int)(colon - text), text, at);
