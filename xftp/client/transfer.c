@@ -1,33 +1,27 @@
 /* get, put, ls and cp over a logged-in control connection.
  *
- * A download lands in ".NAME.xftp-part" beside its destination and is renamed into place
- * after fsync. How much of that file is whole is kept in its extended attribute
- * user.xftp.whole as the data is written (MODE E writes blocks out of order, so the file's
- * size alone does not say), and --resume continues from there. */
+ * A download lands in ".NAME.xftp-part" beside its destination (part.c) and is renamed
+ * into place after fsync. */
 #include "transfer.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #include "listing.h"
+#include "part.h"
 #include "modee.h"
 #include "xfer.h"
 
-#define WHOLE_XATTR "user.xftp.whole"
-#define PART_SUFFIX ".xftp-part"
-#define PATH_ROOM   4096
+#define PATH_ROOM 4096
 /* What a server's listings may cost: each one, and (-r) those held at once down a path of
  * nested directories and all of a tree's entries together. */
 #define LISTING_MAX         (64u << 20)
@@ -108,103 +102,6 @@ static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, 
         return rc;
 }
 
-/* "dir/.base.xftp-part" for "dir/base". */
-static int part_name(const char *local, char *out, size_t room)
-{
-        const char *slash = strrchr(local, '/');
-        int n = slash ? snprintf(out, room, "%.*s/.%s%s", (int)(slash - local), local, slash + 1,
-                                 PART_SUFFIX)
-                      : snprintf(out, room, ".%s%s", local, PART_SUFFIX);
-        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
-}
-
-static void record_whole(uint64_t whole, void *ctx)
-{
-        char text[24];
-        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
-        fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
-}
-
-/* How much of a partial download is whole: the attribute if there is one (never more
- * than the file holds), else (a file written in order only) its size. */
-static uint64_t whole_of(int fd, bool *marked)
-{
-        char text[24];
-        struct stat st;
-        ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
-
-        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-        *marked = n > 0;
-        if (n <= 0)
-                return size;
-        text[n] = '\0';
-        uint64_t whole = strtoull(text, NULL, 10);
-        return whole < size ? whole : size; /* the file may have been cut since */
-}
-
-/* Opens the partial download: continued with --resume, else created afresh (replacing a
- * partial this tool left, never another file). *offset gets where to continue; *marks says
- * whether the file system keeps the whole-mark (MODE E needs it). */
-static int open_part(const char *part, bool resume, uint64_t *offset, bool *marks,
-                     struct ds_error *err)
-{
-        bool marked = false;
-        int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-
-        *offset = 0;
-        if (fd < 0 && errno == EEXIST) {
-                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-                if (fd < 0)
-                        return ds_fail(err, -errno, "%s", part);
-                uint64_t whole = whole_of(fd, &marked);
-                if (resume) {
-                        *offset = whole;
-                } else if (!marked) {
-                        close(fd);
-                        return ds_fail(err, 0,
-                                       "%s exists and xftp did not write it: remove it, or "
-                                       "continue it with --resume",
-                                       part),
-                               -EEXIST;
-                } else if (ftruncate(fd, 0) < 0) {
-                        int rc = -errno;
-                        close(fd);
-                        return ds_fail(err, rc, "%s", part);
-                }
-        } else if (fd < 0) {
-                return ds_fail(err, -errno, "%s", part);
-        }
-        record_whole(*offset, &fd);
-        *marks = whole_of(fd, &marked) == *offset && marked;
-        return fd;
-}
-
-/* Makes the download durable under its final name. */
-static int commit_part(int fd, const char *part, const char *local, uint64_t size,
-                       struct ds_error *err)
-{
-        if (ftruncate(fd, (off_t)size) < 0)
-                return ds_fail(err, -errno, "%s", part);
-        /* Written 0600 while partial; complete, it gets the mode cp would give a new file. */
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(fd, 0666 & ~mask) < 0)
-                return ds_fail(err, -errno, "chmod %s", part);
-        if (fsync(fd) < 0)
-                return ds_fail(err, -errno, "fsync %s", part);
-        fremovexattr(fd, WHOLE_XATTR);
-        if (rename(part, local) < 0)
-                return ds_fail(err, -errno, "rename %s to %s", part, local);
-        char dir[PATH_ROOM];
-        snprintf(dir, sizeof(dir), "%s", local);
-        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-                fsync(dfd); /* the rename itself durable; a failure here loses no data */
-                close(dfd);
-        }
-        return 0;
-}
-
 /* HASH on the server and the same hash here; 0 when they match. */
 static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, uint64_t size,
                   const struct job_opts *o, struct job_totals *t, struct ds_error *err)
@@ -251,18 +148,6 @@ static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *
         struct ds_error reply_err;
         int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
         return rc < 0 ? rc : reply;
-}
-
-/* What a download may hold when the server names no size: the space free on the
- * destination's file system when it starts, less a sixteenth kept for everyone else, so
- * that a server that never stops cannot fill the disk. */
-static uint64_t unknown_size_bound(int fd)
-{
-        struct statvfs vfs;
-        if (fstatvfs(fd, &vfs) < 0)
-                return UINT64_MAX;
-        uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-        return free_bytes - free_bytes / 16;
 }
 
 /* The size of remote: SIZE, else the size fact of MLST. 0 and *size, -ENOENT with err
@@ -322,7 +207,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 return rc;
         if (part_name(local, part, sizeof(part)) < 0)
                 return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
-        int fd = open_part(part, o->resume, &offset, &marks, err);
+        int fd = part_open(part, o->resume, &offset, &marks, err);
         if (fd < 0)
                 return fd;
         if (!marks)
@@ -333,7 +218,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                                (unsigned long long)size, remote),
                        -EINVAL;
         }
-        uint64_t bound = size == UINT64_MAX ? unknown_size_bound(fd) : size;
+        uint64_t bound = size == UINT64_MAX ? part_unknown_size_bound(fd) : size;
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
         struct ds_xfer_result result = {.prefix_end = offset};
@@ -346,7 +231,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
         if (rc == 0) {
                 struct ds_xfer_opts xo = xfer_opts(o, offset, limit);
-                xo.on_prefix = record_whole;
+                xo.on_prefix = part_record_whole;
                 xo.prefix_ctx = &fd;
                 rc = move_data(ftp, &file, true, fds, n, &xo, &result, err);
                 t->bytes += result.bytes;
@@ -359,7 +244,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
         if (rc == 0)
-                rc = commit_part(fd, part, local, result.prefix_end, err);
+                rc = part_commit(fd, part, local, result.prefix_end, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         ds_xfile_plain_close(&file);
         close(fd);

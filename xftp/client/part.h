@@ -1,0 +1,33 @@
+/* A download's partial file: ".NAME.xftp-part" beside its destination, how much of it is
+ * whole, and its commit under the final name. */
+#ifndef XFTP_PART_H
+#define XFTP_PART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ds_error;
+
+/* Writes "dir/.base.xftp-part" for "dir/base" into out. Returns 0 or -ENAMETOOLONG. */
+int part_name(const char *local, char *out, size_t room);
+
+/* Opens the partial download: continued with resume, else created afresh (replacing a
+ * partial this tool left, never another file). *offset gets where to continue; *marks says
+ * whether the file system keeps the whole-mark (MODE E needs it). Returns the descriptor
+ * or a negative errno with err filled. */
+int part_open(const char *part, bool resume, uint64_t *offset, bool *marks, struct ds_error *err);
+
+/* Records that the partial file *(int *)ctx is whole up to whole (ds_xfer's on_prefix). */
+void part_record_whole(uint64_t whole, void *ctx);
+
+/* Cuts the partial file to size, syncs it and renames it to local. Returns 0 or a negative
+ * errno with err filled. */
+int part_commit(int fd, const char *part, const char *local, uint64_t size, struct ds_error *err);
+
+/* What a download may hold when the server names no size: the space free on the
+ * destination's file system when it starts, less a sixteenth kept for everyone else, so
+ * that a server that never stops cannot fill the disk. */
+uint64_t part_unknown_size_bound(int fd);
+
+#endif
