@@ -116,3 +116,17 @@ pass "the same netrc at 600 is used"
 	fail "modes $(stat -c %a "$work/m022") and $(stat -c %a "$work/m077"), not 644 and 600"
 [ "$(cat "$work/m022")" = hello ] || fail "the download's bytes"
 pass "downloads take 0666 less the umask"
+
+# The file changes on the server between a cut download and its --resume: the partial is
+# started over, not joined to the new version.
+hostile 2248 changing
+mkdir "$work/rs"
+expect_error "a cut download" "100 of 200 bytes came" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2248/f "$work/rs/f"
+"$xftp" --resume get ftp://u:p@127.0.0.1:2248/f "$work/rs/f" </dev/null >/dev/null 2>"$work/err" ||
+	fail "--resume of a changed file: $(cat "$work/err")"
+[ "$(cat "$work/rs/f")" = "$(printf '2%.0s' $(seq 200))" ] ||
+	fail "--resume joined two versions: $(od -c "$work/rs/f" | head -3)"
+grep -q 'changed on the server since .*starting over' "$work/err" ||
+	fail "no word of starting over: $(cat "$work/err")"
+pass "--resume of a file changed since: started over ($(head -1 "$work/err"))"

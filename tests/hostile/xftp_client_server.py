@@ -8,6 +8,8 @@ after another until killed. HOW:
   deep     MLSD of every directory lists a directory "d" and 4 MiB of lines to skip
   rude     the replies carry terminal escapes; PASS quotes the password back, refused
   plain    RETR sends "hello" (SIZE 5)
+  changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
+           file is 200 bytes "2" with a later MDTM (REST honoured)
 """
 import socket
 import sys
@@ -18,9 +20,11 @@ log = sys.argv[3] if len(sys.argv) > 3 else None
 listener = socket.create_server(('127.0.0.1', port))
 BIG = 64 << 20
 FILLER = b'type=OS.unix=x; filler-line-to-skip\r\n'
+retrs = 0  # RETRs served, all sessions together: 'changing' changes the file after the first
 
 
 def session(ctl):
+    global retrs
     f = ctl.makefile('rwb', buffering=0)
 
     def say(text):
@@ -33,6 +37,7 @@ def session(ctl):
         return
     say('220 ready')
     data = None
+    rest = 0
     while True:
         line = f.readline()
         if not line:
@@ -53,6 +58,8 @@ def session(ctl):
                 say(' MLST type*;size*;')
             if how not in ('nosize', 'blind'):
                 say(' SIZE')
+            if how == 'changing':
+                say(' MDTM')
             say('211 End')
         elif verb == 'PASV':
             data = socket.create_server(('127.0.0.1', 0))
@@ -67,8 +74,15 @@ def session(ctl):
         elif verb == 'SIZE':
             if how in ('nosize', 'blind'):
                 say('502 no SIZE here')
+            elif how == 'changing':
+                say('213 200')
             else:
                 say('213 5')
+        elif verb == 'MDTM' and how == 'changing':
+            say('213 2026010%d120000' % (1 if retrs == 0 else 2))
+        elif verb == 'REST':
+            rest = int(arg)
+            say('350 from %d' % rest)
         elif verb == 'MLST':
             say('250-facts')
             say(' type=file;size=%d; %s' % (1000 if how == 'nosize' else 5, arg))
@@ -88,6 +102,8 @@ def session(ctl):
                 conn, _ = data.accept()
                 if verb == 'MLSD':
                     conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
+                elif how == 'changing':
+                    conn.sendall(b'1' * 100 if retrs == 0 else (b'2' * 200)[rest:])
                 elif how in ('nosize', 'blind'):
                     chunk = b'z' * (1 << 20)
                     for _ in range(BIG >> 20):
@@ -95,6 +111,8 @@ def session(ctl):
                 else:
                     conn.sendall(b'hello')
                 conn.close()
+                retrs += verb == 'RETR'
+                rest = 0
                 say('226 done')
             except OSError:
                 say('426 gone')

@@ -2,7 +2,10 @@
  *
  * How much of it is whole is kept in its extended attribute user.xftp.whole as the data is
  * written (MODE E writes blocks out of order, so the file's size alone does not say), and
- * --resume continues from there. */
+ * --resume continues from there. What the file is a part of, the remote file's size and
+ * modification time as the server named them when the download began, is kept in
+ * user.xftp.origin: --resume of a file that changed on the server since starts it over
+ * rather than joining two versions. */
 #include "part.h"
 
 #include <errno.h>
@@ -18,9 +21,10 @@
 
 #include <dragstrip/error.h>
 
-#define WHOLE_XATTR "user.xftp.whole"
-#define PART_SUFFIX ".xftp-part"
-#define PATH_ROOM   4096
+#define WHOLE_XATTR  "user.xftp.whole"
+#define ORIGIN_XATTR "user.xftp.origin" /* what the partial is a part of */
+#define PART_SUFFIX  ".xftp-part"
+#define PATH_ROOM    4096
 
 int part_name(const char *local, char *out, size_t room)
 {
@@ -55,18 +59,76 @@ static uint64_t whole_of(int fd, bool *marked)
         return whole < size ? whole : size; /* the file may have been cut since */
 }
 
-int part_open(const char *part, bool resume, uint64_t *offset, bool *marks, struct ds_error *err)
+/* The origin recorded on the partial file: true and *o when there is one. */
+static bool origin_of(int fd, struct part_origin *o)
+{
+        char text[64], size[24];
+        ssize_t n = fgetxattr(fd, ORIGIN_XATTR, text, sizeof(text) - 1);
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        if (sscanf(text, "size=%23[^;];modify=%23s", size, o->modified) != 2)
+                return false;
+        o->size = strcmp(size, "-") == 0 ? UINT64_MAX : strtoull(size, NULL, 10);
+        if (strcmp(o->modified, "-") == 0)
+                o->modified[0] = '\0';
+        return true;
+}
+
+static void record_origin(int fd, const struct part_origin *o)
+{
+        char text[64], size[24] = "-";
+        if (o->size != UINT64_MAX)
+                snprintf(size, sizeof(size), "%llu", (unsigned long long)o->size);
+        int n = snprintf(text, sizeof(text), "size=%s;modify=%s", size,
+                         o->modified[0] ? o->modified : "-");
+        fsetxattr(fd, ORIGIN_XATTR, text, (size_t)n, 0); /* none kept: nothing to compare */
+}
+
+/* Why xftp's partial file fd, whole up to whole, is not a part of the remote file as it is
+ * now: into why (empty when it is, or cannot be told). A field the server named neither
+ * time, or only one of them, says nothing. */
+static void changed_since(int fd, uint64_t whole, const struct part_origin *now, char *why,
+                          size_t room)
+{
+        struct part_origin then;
+        why[0] = '\0';
+        if (!origin_of(fd, &then)) {
+                if (now->size != UINT64_MAX && whole > now->size)
+                        snprintf(why, room, "holds %llu bytes, the file is now %llu",
+                                 (unsigned long long)whole, (unsigned long long)now->size);
+        } else if (then.size != UINT64_MAX && now->size != UINT64_MAX && then.size != now->size) {
+                snprintf(why, room, "the file was %llu bytes, now %llu",
+                         (unsigned long long)then.size, (unsigned long long)now->size);
+        } else if (then.modified[0] && now->modified[0] &&
+                   strcmp(then.modified, now->modified) != 0) {
+                snprintf(why, room, "the file was modified %s, now %s", then.modified,
+                         now->modified);
+        }
+}
+
+int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
+              bool *marks, char *why, size_t why_room, struct ds_error *err)
 {
         bool marked = false;
+        struct stat st;
         int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
         *offset = 0;
+        why[0] = '\0';
         if (fd < 0 && errno == EEXIST) {
-                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+                /* Never through a link, never a fifo or device someone put there. */
+                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
                 if (fd < 0)
                         return ds_fail(err, -errno, "%s", part);
+                if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        close(fd);
+                        return ds_fail(err, 0, "%s: not a regular file", part), -EEXIST;
+                }
                 uint64_t whole = whole_of(fd, &marked);
-                if (resume) {
+                if (resume && marked)
+                        changed_since(fd, whole, origin, why, why_room);
+                if (resume && !why[0]) {
                         *offset = whole;
                 } else if (!marked) {
                         close(fd);
@@ -83,6 +145,7 @@ int part_open(const char *part, bool resume, uint64_t *offset, bool *marks, stru
         } else if (fd < 0) {
                 return ds_fail(err, -errno, "%s", part);
         }
+        record_origin(fd, origin);
         part_record_whole(*offset, &fd);
         *marks = whole_of(fd, &marked) == *offset && marked;
         return fd;
@@ -100,6 +163,7 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size, stru
         if (fsync(fd) < 0)
                 return ds_fail(err, -errno, "fsync %s", part);
         fremovexattr(fd, WHOLE_XATTR);
+        fremovexattr(fd, ORIGIN_XATTR);
         if (rename(part, local) < 0)
                 return ds_fail(err, -errno, "rename %s to %s", part, local);
         char dir[PATH_ROOM];

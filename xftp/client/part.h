@@ -12,11 +12,21 @@ struct ds_error;
 /* Writes "dir/.base.xftp-part" for "dir/base" into out. Returns 0 or -ENAMETOOLONG. */
 int part_name(const char *local, char *out, size_t room);
 
+/* What a partial download is a part of: the remote file as the server named it when the
+ * download began. */
+struct part_origin {
+        uint64_t size;     /* UINT64_MAX: not named */
+        char modified[24]; /* MDTM's "YYYYMMDDHHMMSS[.f]"; "": not named */
+};
+
 /* Opens the partial download: continued with resume, else created afresh (replacing a
- * partial this tool left, never another file). *offset gets where to continue; *marks says
- * whether the file system keeps the whole-mark (MODE E needs it). Returns the descriptor
- * or a negative errno with err filled. */
-int part_open(const char *part, bool resume, uint64_t *offset, bool *marks, struct ds_error *err);
+ * partial this tool left, never another file), and records origin on it. A partial of
+ * xftp's whose recorded origin differs from origin (or, none recorded, that holds more
+ * than origin's size) is started over: why then says why, else it is "". *offset gets
+ * where to continue; *marks says whether the file system keeps the whole-mark (MODE E
+ * needs it). Returns the descriptor or a negative errno with err filled. */
+int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
+              bool *marks, char *why, size_t why_room, struct ds_error *err);
 
 /* Records that the partial file *(int *)ctx is whole up to whole (ds_xfer's on_prefix). */
 void part_record_whole(uint64_t whole, void *ctx);

@@ -190,6 +190,45 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
         }
 }
 
+/* Learns what remote is (its size, and its time where the server names it) and opens the
+ * partial file beside local for it (part_open), saying unless quiet why a partial of a file
+ * that changed since is started over. Returns the descriptor or a negative errno. */
+static int open_download(struct ftp *ftp, const char *remote, const char *local, char *part,
+                         const struct job_opts *o, uint64_t *size, uint64_t *offset, bool *marks,
+                         struct ds_error *err)
+{
+        struct part_origin origin = {0};
+        char why[160];
+
+        int rc = remote_size(ftp, remote, &origin.size, err);
+        if (rc == 0)
+                rc = ftp_modified(ftp, remote, origin.modified, sizeof(origin.modified), err);
+        if (rc < 0 && rc != -ENOTSUP)
+                return rc;
+        *size = origin.size;
+        if (part_name(local, part, PATH_ROOM) < 0)
+                return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
+        int fd = part_open(part, o->resume, &origin, offset, marks, why, sizeof(why), err);
+        if (fd < 0)
+                return fd;
+        if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
+                char line[PATH_ROOM + 512];
+                snprintf(line, sizeof(line),
+                         "xftp: %s changed on the server since %s was begun (%s): "
+                         "starting over",
+                         remote, part, why);
+                listing_show(stderr, line, strlen(line), false);
+                fputc('\n', stderr);
+        }
+        if (*offset > *size && *size != UINT64_MAX) {
+                close(fd);
+                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
+                               (unsigned long long)*size, remote),
+                       -EINVAL;
+        }
+        return fd;
+}
+
 static int get_file(struct ftp *ftp, const char *remote, const char *local,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
@@ -202,22 +241,12 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         unsigned n = streams_for(ftp, o);
         int fds[DS_MODEE_MAX_STREAMS];
 
-        int rc = remote_size(ftp, remote, &size, err);
-        if (rc < 0)
-                return rc;
-        if (part_name(local, part, sizeof(part)) < 0)
-                return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
-        int fd = part_open(part, o->resume, &offset, &marks, err);
+        int fd = open_download(ftp, remote, local, part, o, &size, &offset, &marks, err);
         if (fd < 0)
                 return fd;
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
-        if (offset > size && size != UINT64_MAX) {
-                close(fd);
-                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
-                               (unsigned long long)size, remote),
-                       -EINVAL;
-        }
+        int rc = 0;
         uint64_t bound = size == UINT64_MAX ? part_unknown_size_bound(fd) : size;
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
