@@ -130,3 +130,17 @@ expect_error "a cut download" "100 of 200 bytes came" \
 grep -q 'changed on the server since .*starting over' "$work/err" ||
 	fail "no word of starting over: $(cat "$work/err")"
 pass "--resume of a file changed since: started over ($(head -1 "$work/err"))"
+
+# A size of 1 TiB announced, into a 32 MiB file system: refused before the transfer.
+hostile 2249 huge
+mkdir "$work/small2"
+unshare -m bash -c '
+	mount -t tmpfs -o size=32m tmpfs "$1" || exit 3
+	timeout 20 "$2" -q get ftp://u:p@127.0.0.1:2249/f "$1/f" 2>"$3"; echo "status $?" >>"$3"
+	ls -A "$1" >"$4"; df -k --output=avail "$1" | tail -1 >>"$4"' _ "$work/small2" "$xftp" \
+	"$work/err" "$work/left"
+grep -q "needs $((1 << 40)) bytes, [0-9]* free" "$work/err" && grep -q 'status 1$' "$work/err" ||
+	fail "1 TiB announced into 32 MiB: $(cat "$work/err")"
+[ "$(wc -l <"$work/left")" -eq 1 ] && [ "$(cat "$work/left")" -gt 32000 ] ||
+	fail "a refused download left: $(cat "$work/left")"
+pass "more announced than free: refused, nothing left: $(head -1 "$work/err")"

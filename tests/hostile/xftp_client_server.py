@@ -8,6 +8,7 @@ after another until killed. HOW:
   deep     MLSD of every directory lists a directory "d" and 4 MiB of lines to skip
   rude     the replies carry terminal escapes; PASS quotes the password back, refused
   plain    RETR sends "hello" (SIZE 5)
+  huge     SIZE 1 TB, RETR sends 64 MiB
   changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
            file is 200 bytes "2" with a later MDTM (REST honoured)
 """
@@ -76,6 +77,8 @@ def session(ctl):
                 say('502 no SIZE here')
             elif how == 'changing':
                 say('213 200')
+            elif how == 'huge':
+                say('213 %d' % (1 << 40))
             else:
                 say('213 5')
         elif verb == 'MDTM' and how == 'changing':
@@ -104,7 +107,7 @@ def session(ctl):
                     conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
                 elif how == 'changing':
                     conn.sendall(b'1' * 100 if retrs == 0 else (b'2' * 200)[rest:])
-                elif how in ('nosize', 'blind'):
+                elif how in ('nosize', 'blind', 'huge'):
                     chunk = b'z' * (1 << 20)
                     for _ in range(BIG >> 20):
                         conn.sendall(chunk)

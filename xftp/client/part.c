@@ -176,11 +176,10 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size, stru
         return 0;
 }
 
-uint64_t part_unknown_size_bound(int fd)
+uint64_t part_free_space(int fd)
 {
         struct statvfs vfs;
         if (fstatvfs(fd, &vfs) < 0)
                 return UINT64_MAX;
-        uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-        return free_bytes - free_bytes / 16;
+        return (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }

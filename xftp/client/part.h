@@ -35,9 +35,8 @@ void part_record_whole(uint64_t whole, void *ctx);
  * errno with err filled. */
 int part_commit(int fd, const char *part, const char *local, uint64_t size, struct ds_error *err);
 
-/* What a download may hold when the server names no size: the space free on the
- * destination's file system when it starts, less a sixteenth kept for everyone else, so
- * that a server that never stops cannot fill the disk. */
-uint64_t part_unknown_size_bound(int fd);
+/* The bytes an unprivileged user may still write on fd's file system; UINT64_MAX when it
+ * cannot be told. */
+uint64_t part_free_space(int fd);
 
 #endif

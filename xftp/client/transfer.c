@@ -229,6 +229,26 @@ static int open_download(struct ftp *ftp, const char *remote, const char *local,
         return fd;
 }
 
+/* Whether the destination's file system has room for the bytes to come: from offset to
+ * the size announced, checked before the transfer so that a server's word cannot fill the
+ * disk. When the server names no size, *bound gets what the download may take: the space
+ * free when it starts less a sixteenth kept for everyone else (a server that never stops
+ * cannot fill the disk either); else the size. 0, or -ENOSPC with err filled. */
+static int room_for(int fd, const char *remote, uint64_t size, uint64_t offset, uint64_t *bound,
+                    struct ds_error *err)
+{
+        uint64_t free_bytes = part_free_space(fd);
+        if (size == UINT64_MAX) {
+                *bound = free_bytes == UINT64_MAX ? free_bytes : free_bytes - free_bytes / 16;
+                return 0;
+        }
+        *bound = size;
+        if (free_bytes != UINT64_MAX && size - offset > free_bytes)
+                return ds_fail(err, -ENOSPC, "%s: needs %llu bytes, %llu free here", remote,
+                               (unsigned long long)(size - offset), (unsigned long long)free_bytes);
+        return 0;
+}
+
 static int get_file(struct ftp *ftp, const char *remote, const char *local,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
@@ -246,8 +266,14 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 return fd;
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
-        int rc = 0;
-        uint64_t bound = size == UINT64_MAX ? part_unknown_size_bound(fd) : size;
+        uint64_t bound;
+        int rc = room_for(fd, remote, size, offset, &bound, err);
+        if (rc < 0) {
+                close(fd);
+                if (offset == 0)
+                        unlink(part); /* ours, and nothing came */
+                return rc;
+        }
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
         struct ds_xfer_result result = {.prefix_end = offset};
