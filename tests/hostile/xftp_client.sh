@@ -144,3 +144,19 @@ grep -q "needs $((1 << 40)) bytes, [0-9]* free" "$work/err" && grep -q 'status 1
 [ "$(wc -l <"$work/left")" -eq 1 ] && [ "$(cat "$work/left")" -gt 32000 ] ||
 	fail "a refused download left: $(cat "$work/left")"
 pass "more announced than free: refused, nothing left: $(head -1 "$work/err")"
+
+# get -r into a destination where the server's directory "sub" is a link to elsewhere: the
+# link is not followed. A partial file that is a link is not written through either.
+hostile 2250 tree
+mkdir -p "$work/tw/out" "$work/tw/out2/sub" "$work/victim"
+echo precious >"$work/victim/keep"
+echo precious >"$work/victim/keep2"
+ln -s "$work/victim" "$work/tw/out/sub"
+ln -s "$work/victim/keep2" "$work/tw/out2/sub/.keep.xftp-part"
+expect_error "get -r through a link" "out/sub exists and is not a directory \(a symbolic link\)" \
+	"$xftp" -q -r get ftp://u:p@127.0.0.1:2250/d "$work/tw/out"
+[ "$(cat "$work/victim/keep")" = precious ] || fail "get -r wrote through a link"
+expect_error "--resume into a linked partial" "xftp-part: Too many levels of symbolic links" \
+	"$xftp" -q --resume -r get ftp://u:p@127.0.0.1:2250/d "$work/tw/out2"
+[ "$(cat "$work/victim/keep2")" = precious ] || fail "--resume wrote through a linked partial"
+pass "get -r writes through no link the destination holds"

@@ -8,6 +8,7 @@ after another until killed. HOW:
   deep     MLSD of every directory lists a directory "d" and 4 MiB of lines to skip
   rude     the replies carry terminal escapes; PASS quotes the password back, refused
   plain    RETR sends "hello" (SIZE 5)
+  tree     MLSD of d lists a directory "sub", of d/sub a file "keep"; RETR sends "hello"
   huge     SIZE 1 TB, RETR sends 64 MiB
   changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
            file is 200 bytes "2" with a later MDTM (REST honoured)
@@ -103,7 +104,10 @@ def session(ctl):
             say('150 here')
             try:
                 conn, _ = data.accept()
-                if verb == 'MLSD':
+                if verb == 'MLSD' and how == 'tree':
+                    conn.sendall(b'type=file; keep\r\n' if arg.endswith('sub') else
+                                 b'type=dir; sub\r\n')
+                elif verb == 'MLSD':
                     conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
                 elif how == 'changing':
                     conn.sendall(b'1' * 100 if retrs == 0 else (b'2' * 200)[rest:])

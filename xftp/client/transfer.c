@@ -445,6 +445,26 @@ struct tree_budget {
         uint64_t seen; /* lines of every listing so far */
 };
 
+/* Makes the directory local of a recursive get, or takes the one there. Below the top, the
+ * names are the server's: one that is there already must be a directory itself, never a
+ * link to one, or the server could have files written wherever the link points. The top
+ * is the user's own DEST, and may be a link. 0 or a negative errno with err filled. */
+static int make_dir(const char *local, bool top, struct ds_error *err)
+{
+        struct stat st;
+        if (mkdir(local, 0777) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return ds_fail(err, -errno, "mkdir %s", local);
+        if ((top ? stat(local, &st) : lstat(local, &st)) < 0)
+                return ds_fail(err, -errno, "%s", local);
+        if (!S_ISDIR(st.st_mode))
+                return ds_fail(err, 0, "%s exists and is not a directory%s: not written into",
+                               local, S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""),
+                       -ENOTDIR;
+        return 0;
+}
+
 static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
                     struct tree_budget *b, const struct job_opts *o, struct job_totals *t,
                     struct ds_error *err)
@@ -471,9 +491,10 @@ static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsi
                                TREE_ENTRIES_MAX),
                        -EFBIG;
         }
-        if (mkdir(local, 0777) < 0 && errno != EEXIST) {
+        rc = make_dir(local, depth == 0, err);
+        if (rc < 0) {
                 free(text);
-                return ds_fail(err, -errno, "mkdir %s", local);
+                return rc;
         }
         b->held += len;
         char *save;
