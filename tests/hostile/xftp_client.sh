@@ -160,3 +160,41 @@ expect_error "--resume into a linked partial" "xftp-part: Too many levels of sym
 	"$xftp" -q --resume -r get ftp://u:p@127.0.0.1:2250/d "$work/tw/out2"
 [ "$(cat "$work/victim/keep2")" = precious ] || fail "--resume wrote through a linked partial"
 pass "get -r writes through no link the destination holds"
+
+# MODE E: SIZE 100, and the block [0,100) sent 20000 times: each block lies in the range,
+# the bytes together do not.
+hostile 2251 modee
+mkdir "$work/me"
+expect_error "a block sent over and over" "sent more than the 100 bytes" \
+	"$xftp" -q -P 2 get ftp://u:p@127.0.0.1:2251/f "$work/me/f"
+[ ! -e "$work/me/f" ] || fail "a download of repeated blocks took its name"
+# xftpd receives with the same code: ALLO 100, then the block [0,100) 20000 times.
+start_xftpd 2252 "$work/xs"
+python3 - 2252 >"$work/reply" <<'PY' || fail "the repeated upload: $(cat "$work/reply")"
+import socket, struct, sys
+ctl = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=20)
+f = ctl.makefile('rwb', buffering=0)
+def cmd(line):
+    if line:
+        f.write(line.encode() + b'\r\n')
+    while True:
+        reply = f.readline().decode()
+        if reply[3:4] == ' ':
+            return reply
+cmd('')
+for line in ('USER bob', 'PASS secret', 'TYPE I', 'MODE E', 'ALLO 100'):
+    cmd(line)
+port = [int(x) for x in cmd('PASV').split('(')[1].split(')')[0].split(',')]
+data = socket.create_connection(('127.0.0.1', port[4] * 256 + port[5]), timeout=20)
+print(cmd('STOR f').strip())
+try:
+    data.sendall((struct.pack('>BQQ', 0, 100, 0) + b'Z' * 100) * 20000)
+    data.sendall(struct.pack('>BQQ', 0x48, 0, 1))
+except OSError:
+    pass
+data.close()
+print(cmd('').strip())
+PY
+grep -q '^552 ' "$work/reply" && [ ! -e "$work/xs/f" ] ||
+	fail "xftpd took a block sent 20000 times: $(cat "$work/reply")"
+pass "a block sent over and over: $(tail -1 "$work/reply"), in xftp and xftpd"

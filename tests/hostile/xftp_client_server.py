@@ -9,11 +9,13 @@ after another until killed. HOW:
   rude     the replies carry terminal escapes; PASS quotes the password back, refused
   plain    RETR sends "hello" (SIZE 5)
   tree     MLSD of d lists a directory "sub", of d/sub a file "keep"; RETR sends "hello"
+  modee    PARALLEL offered, SIZE 100; RETR in MODE E sends block [0,100) 20000 times
   huge     SIZE 1 TB, RETR sends 64 MiB
   changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
            file is 200 bytes "2" with a later MDTM (REST honoured)
 """
 import socket
+import struct
 import sys
 import threading
 
@@ -40,6 +42,7 @@ def session(ctl):
     say('220 ready')
     data = None
     rest = 0
+    streams = 1
     while True:
         line = f.readline()
         if not line:
@@ -62,6 +65,8 @@ def session(ctl):
                 say(' SIZE')
             if how == 'changing':
                 say(' MDTM')
+            if how == 'modee':
+                say(' PARALLEL')
             say('211 End')
         elif verb == 'PASV':
             data = socket.create_server(('127.0.0.1', 0))
@@ -78,12 +83,30 @@ def session(ctl):
                 say('502 no SIZE here')
             elif how == 'changing':
                 say('213 200')
+            elif how == 'modee':
+                say('213 100')
             elif how == 'huge':
                 say('213 %d' % (1 << 40))
             else:
                 say('213 5')
         elif verb == 'MDTM' and how == 'changing':
             say('213 2026010%d120000' % (1 if retrs == 0 else 2))
+        elif verb == 'OPTS' and 'Parallelism=' in arg:
+            streams = int(arg.split('=')[1].split(';')[0].split(',')[0])
+            say('200 Parallelism set')
+        elif verb == 'RETR' and how == 'modee':
+            say('150 here')
+            try:
+                conns = [data.accept()[0] for _ in range(streams)]
+                block = struct.pack('>BQQ', 0, 100, 0) + b'Z' * 100
+                conns[0].sendall(block * 20000)
+                for k, conn in enumerate(conns):  # EOD on each, EOF naming them on the first
+                    conn.sendall(struct.pack('>BQQ', 0x48 if k == 0 else 0x08, 0,
+                                             streams if k == 0 else 0))
+                    conn.close()
+                say('226 done')
+            except OSError:
+                say('426 gone')
         elif verb == 'REST':
             rest = int(arg)
             say('350 from %d' % rest)
