@@ -198,3 +198,12 @@ PY
 grep -q '^552 ' "$work/reply" && [ ! -e "$work/xs/f" ] ||
 	fail "xftpd took a block sent 20000 times: $(cat "$work/reply")"
 pass "a block sent over and over: $(tail -1 "$work/reply"), in xftp and xftpd"
+
+# A URL that names a directory ("pub/", "pub/.", "..") without -r: refused, nothing written.
+mkdir "$work/dw"
+for path in pub/ pub/. pub/..; do
+	expect_error "get $path" "names a directory: use -r" \
+		env -C "$work/dw" "$xftp" -q get "ftp://u:p@127.0.0.1:2247/$path"
+	[ -z "$(ls -A "$work/dw")" ] || fail "get $path left: $(ls -A "$work/dw")"
+done
+pass "get of a directory's URL without -r writes nothing"

@@ -550,10 +550,22 @@ static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsi
         return rc;
 }
 
+/* Whether path's last part names a directory whatever the server says of it: "dir/",
+ * "." and ".." (and nothing at all) have no name a file could take here. */
+static bool names_directory(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        const char *last = slash ? slash + 1 : path;
+        return !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+}
+
 int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
             struct job_totals *t, struct ds_error *err)
 {
         struct tree_budget budget = {0};
+        if (!o->recursive && names_directory(remote))
+                return ds_fail(err, 0, "%s names a directory: use -r", *remote ? remote : "/"),
+                       -EISDIR;
         return o->recursive ? get_tree(ftp, remote, local, 0, &budget, o, t, err)
                             : get_file(ftp, remote, local, o, t, err);
 }
