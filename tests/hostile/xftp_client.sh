@@ -207,3 +207,25 @@ for path in pub/ pub/. pub/..; do
 	[ -z "$(ls -A "$work/dw")" ] || fail "get $path left: $(ls -A "$work/dw")"
 done
 pass "get of a directory's URL without -r writes nothing"
+
+# The first block already longer than the size announced: what the message says of the
+# partial is true.
+hostile 2253 overlong
+mkdir "$work/kw"
+expect_error "overlong first block" "sent more than the 50 bytes" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2253/f "$work/kw/f"
+if [ -e "$work/kw/.f.xftp-part" ]; then
+	grep -q 'xftp-part kept' "$work/err" || fail "the partial is kept, unsaid: $(cat "$work/err")"
+else
+	! grep -q 'xftp-part kept' "$work/err" || fail "said kept, removed: $(cat "$work/err")"
+fi
+pass "the message says what became of the partial"
+
+# A name of 250 bytes (".NAME.xftp-part" would pass NAME_MAX): downloaded all the same.
+long=$(printf 'L%.0s' $(seq 250))
+mkdir "$work/lw"
+"$xftp" -q get "ftp://u:p@127.0.0.1:2247/$long" "$work/lw/" </dev/null >/dev/null 2>"$work/err" ||
+	fail "a 250-byte name: $(cat "$work/err")"
+[ "$(cat "$work/lw/$long")" = hello ] && [ "$(ls -A "$work/lw" | wc -l)" -eq 1 ] ||
+	fail "a 250-byte name: $(ls -A "$work/lw")"
+pass "a 250-byte name is downloaded under its name"

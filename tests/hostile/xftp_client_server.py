@@ -10,6 +10,7 @@ after another until killed. HOW:
   plain    RETR sends "hello" (SIZE 5)
   tree     MLSD of d lists a directory "sub", of d/sub a file "keep"; RETR sends "hello"
   modee    PARALLEL offered, SIZE 100; RETR in MODE E sends block [0,100) 20000 times
+  overlong SIZE 50, RETR sends 100 bytes
   huge     SIZE 1 TB, RETR sends 64 MiB
   changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
            file is 200 bytes "2" with a later MDTM (REST honoured)
@@ -85,6 +86,8 @@ def session(ctl):
                 say('213 200')
             elif how == 'modee':
                 say('213 100')
+            elif how == 'overlong':
+                say('213 50')
             elif how == 'huge':
                 say('213 %d' % (1 << 40))
             else:
@@ -132,6 +135,8 @@ def session(ctl):
                                  b'type=dir; sub\r\n')
                 elif verb == 'MLSD':
                     conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
+                elif how == 'overlong':
+                    conn.sendall(b'o' * 100)
                 elif how == 'changing':
                     conn.sendall(b'1' * 100 if retrs == 0 else (b'2' * 200)[rest:])
                 elif how in ('nosize', 'blind', 'huge'):

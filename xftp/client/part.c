@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +27,30 @@
 #define PART_SUFFIX  ".xftp-part"
 #define PATH_ROOM    4096
 
+/* FNV-1a: a short tag that tells long names apart (not a defence against anyone). */
+static uint64_t name_tag(const char *name)
+{
+        uint64_t hash = 14695981039346656037ull;
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                hash = (hash ^ *p) * 1099511628211ull;
+        return hash;
+}
+
 int part_name(const char *local, char *out, size_t room)
 {
         const char *slash = strrchr(local, '/');
-        int n = slash ? snprintf(out, room, "%.*s/.%s%s", (int)(slash - local), local, slash + 1,
-                                 PART_SUFFIX)
-                      : snprintf(out, room, ".%s%s", local, PART_SUFFIX);
+        const char *base = slash ? slash + 1 : local;
+        int dir_len = slash ? (int)(slash + 1 - local) : 0;
+        size_t keep = strlen(base);
+        char tag[24] = "";
+        /* ".NAME.xftp-part" of a name near NAME_MAX bytes is a name no file system takes:
+         * such a name keeps its first bytes and a tag of the whole, one partial per name. */
+        if (1 + keep + strlen(PART_SUFFIX) > NAME_MAX) {
+                snprintf(tag, sizeof(tag), "~%016llx", (unsigned long long)name_tag(base));
+                keep = NAME_MAX - 1 - strlen(tag) - strlen(PART_SUFFIX);
+        }
+        int n =
+            snprintf(out, room, "%.*s.%.*s%s%s", dir_len, local, (int)keep, base, tag, PART_SUFFIX);
         return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
 }
 

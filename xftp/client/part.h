@@ -9,7 +9,8 @@
 
 struct ds_error;
 
-/* Writes "dir/.base.xftp-part" for "dir/base" into out. Returns 0 or -ENAMETOOLONG. */
+/* Writes "dir/.base.xftp-part" for "dir/base" into out ("dir/.bas~TAG.xftp-part" where
+ * that name would pass NAME_MAX). Returns 0 or -ENAMETOOLONG (past room). */
 int part_name(const char *local, char *out, size_t room);
 
 /* What a partial download is a part of: the remote file as the server named it when the

@@ -166,7 +166,9 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
         return rc;
 }
 
-/* Says why a download failed where the pipeline's own words would mislead. */
+/* Says why a download failed where the pipeline's own words would mislead, and whether
+ * the partial is kept: only when some of it is whole (prefix_end, which starts at the
+ * offset resumed from), else get_file removes it. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
                         const struct ds_xfer_result *result, const struct job_opts *o,
                         struct ds_error *err)
@@ -181,12 +183,12 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
         } else if (rc == -EFBIG && size != UINT64_MAX) {
                 ds_fail(err, 0,
                         "%s: the server sent more than the %llu bytes it announced (%s kept)",
-                        remote, (unsigned long long)size, part);
+                        remote, (unsigned long long)size, kept > 0 ? part : "nothing");
         } else if (rc == -EFBIG) {
                 ds_fail(err, 0,
                         "%s: the server named no size and sent more than the %llu bytes "
                         "the destination can spare (%s kept)",
-                        remote, (unsigned long long)bound, part);
+                        remote, (unsigned long long)bound, kept > 0 ? part : "nothing");
         }
 }
 
@@ -207,7 +209,8 @@ static int open_download(struct ftp *ftp, const char *remote, const char *local,
                 return rc;
         *size = origin.size;
         if (part_name(local, part, PATH_ROOM) < 0)
-                return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
+                return ds_fail(err, -ENAMETOOLONG, "no room for the partial file's path of %s",
+                               local);
         int fd = part_open(part, o->resume, &origin, offset, marks, why, sizeof(why), err);
         if (fd < 0)
                 return fd;
@@ -303,8 +306,8 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         ds_xfile_plain_close(&file);
         close(fd);
-        if (rc < 0 && offset == 0 && result.prefix_end == 0)
-                unlink(part); /* nothing came: no part to resume, and it was ours */
+        if (rc < 0 && result.prefix_end == 0) /* as explain_get says */
+                unlink(part); /* nothing whole: no part to resume, and it was ours */
         if (rc == 0)
                 count_file(t, offset, n);
         return rc;
