@@ -4,7 +4,10 @@
 # whole; a download never takes more than the size announced, nor (no size known) the
 # disk; nested listings are bounded together; server text never reaches the terminal raw;
 # no password is printed; fd 0 is never written; a netrc others can reach is refused;
-# downloads get the umask's mode.
+# downloads get the umask's mode; --resume of a file changed since starts over; a size
+# beyond the free space is refused first; -r writes through no local link; a MODE E block
+# sent over and over ends the transfer (xftp and xftpd); a directory's URL without -r
+# writes nothing; the word on a partial is true; names near NAME_MAX download.
 . "$DS_SRC/tests/integration/xftp_lib.sh"
 server=$DS_SRC/tests/hostile/xftp_client_server.py
 
