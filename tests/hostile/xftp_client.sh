@@ -4,7 +4,10 @@
 # whole; a download never takes more than the size announced, nor (no size known) the
 # disk; nested listings are bounded together; server text never reaches the terminal raw;
 # no password is printed; fd 0 is never written; a netrc others can reach is refused;
-# downloads get the umask's mode.
+# downloads get the umask's mode; --resume of a file changed since starts over; a size
+# beyond the free space is refused first; -r writes through no local link; a MODE E block
+# sent over and over ends the transfer (xftp and xftpd); a directory's URL without -r
+# writes nothing; the word on a partial is true; names near NAME_MAX download.
 . "$DS_SRC/tests/integration/xftp_lib.sh"
 server=$DS_SRC/tests/hostile/xftp_client_server.py
 
@@ -116,3 +119,116 @@ pass "the same netrc at 600 is used"
 	fail "modes $(stat -c %a "$work/m022") and $(stat -c %a "$work/m077"), not 644 and 600"
 [ "$(cat "$work/m022")" = hello ] || fail "the download's bytes"
 pass "downloads take 0666 less the umask"
+
+# The file changes on the server between a cut download and its --resume: the partial is
+# started over, not joined to the new version.
+hostile 2248 changing
+mkdir "$work/rs"
+expect_error "a cut download" "100 of 200 bytes came" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2248/f "$work/rs/f"
+"$xftp" --resume get ftp://u:p@127.0.0.1:2248/f "$work/rs/f" </dev/null >/dev/null 2>"$work/err" ||
+	fail "--resume of a changed file: $(cat "$work/err")"
+[ "$(cat "$work/rs/f")" = "$(printf '2%.0s' $(seq 200))" ] ||
+	fail "--resume joined two versions: $(od -c "$work/rs/f" | head -3)"
+grep -q 'changed on the server since .*starting over' "$work/err" ||
+	fail "no word of starting over: $(cat "$work/err")"
+pass "--resume of a file changed since: started over ($(head -1 "$work/err"))"
+
+# A size of 1 TiB announced, into a 32 MiB file system: refused before the transfer.
+hostile 2249 huge
+mkdir "$work/small2"
+unshare -m bash -c '
+	mount -t tmpfs -o size=32m tmpfs "$1" || exit 3
+	timeout 20 "$2" -q get ftp://u:p@127.0.0.1:2249/f "$1/f" 2>"$3"; echo "status $?" >>"$3"
+	ls -A "$1" >"$4"; df -k --output=avail "$1" | tail -1 >>"$4"' _ "$work/small2" "$xftp" \
+	"$work/err" "$work/left"
+grep -q "needs $((1 << 40)) bytes, [0-9]* free" "$work/err" && grep -q 'status 1$' "$work/err" ||
+	fail "1 TiB announced into 32 MiB: $(cat "$work/err")"
+[ "$(wc -l <"$work/left")" -eq 1 ] && [ "$(cat "$work/left")" -gt 32000 ] ||
+	fail "a refused download left: $(cat "$work/left")"
+pass "more announced than free: refused, nothing left: $(head -1 "$work/err")"
+
+# get -r into a destination where the server's directory "sub" is a link to elsewhere: the
+# link is not followed. A partial file that is a link is not written through either.
+hostile 2250 tree
+mkdir -p "$work/tw/out" "$work/tw/out2/sub" "$work/victim"
+echo precious >"$work/victim/keep"
+echo precious >"$work/victim/keep2"
+ln -s "$work/victim" "$work/tw/out/sub"
+ln -s "$work/victim/keep2" "$work/tw/out2/sub/.keep.xftp-part"
+expect_error "get -r through a link" "out/sub exists and is not a directory \(a symbolic link\)" \
+	"$xftp" -q -r get ftp://u:p@127.0.0.1:2250/d "$work/tw/out"
+[ "$(cat "$work/victim/keep")" = precious ] || fail "get -r wrote through a link"
+expect_error "--resume into a linked partial" "xftp-part: Too many levels of symbolic links" \
+	"$xftp" -q --resume -r get ftp://u:p@127.0.0.1:2250/d "$work/tw/out2"
+[ "$(cat "$work/victim/keep2")" = precious ] || fail "--resume wrote through a linked partial"
+pass "get -r writes through no link the destination holds"
+
+# MODE E: SIZE 100, and the block [0,100) sent 20000 times: each block lies in the range,
+# the bytes together do not.
+hostile 2251 modee
+mkdir "$work/me"
+expect_error "a block sent over and over" "sent more than the 100 bytes" \
+	"$xftp" -q -P 2 get ftp://u:p@127.0.0.1:2251/f "$work/me/f"
+[ ! -e "$work/me/f" ] || fail "a download of repeated blocks took its name"
+# xftpd receives with the same code: ALLO 100, then the block [0,100) 20000 times.
+start_xftpd 2252 "$work/xs"
+python3 - 2252 >"$work/reply" <<'PY' || fail "the repeated upload: $(cat "$work/reply")"
+import socket, struct, sys
+ctl = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=20)
+f = ctl.makefile('rwb', buffering=0)
+def cmd(line):
+    if line:
+        f.write(line.encode() + b'\r\n')
+    while True:
+        reply = f.readline().decode()
+        if reply[3:4] == ' ':
+            return reply
+cmd('')
+for line in ('USER bob', 'PASS secret', 'TYPE I', 'MODE E', 'ALLO 100'):
+    cmd(line)
+port = [int(x) for x in cmd('PASV').split('(')[1].split(')')[0].split(',')]
+data = socket.create_connection(('127.0.0.1', port[4] * 256 + port[5]), timeout=20)
+print(cmd('STOR f').strip())
+try:
+    data.sendall((struct.pack('>BQQ', 0, 100, 0) + b'Z' * 100) * 20000)
+    data.sendall(struct.pack('>BQQ', 0x48, 0, 1))
+except OSError:
+    pass
+data.close()
+print(cmd('').strip())
+PY
+grep -q '^552 ' "$work/reply" && [ ! -e "$work/xs/f" ] ||
+	fail "xftpd took a block sent 20000 times: $(cat "$work/reply")"
+pass "a block sent over and over: $(tail -1 "$work/reply"), in xftp and xftpd"
+
+# A URL that names a directory ("pub/", "pub/.", "..") without -r: refused, nothing written.
+mkdir "$work/dw"
+for path in pub/ pub/. pub/..; do
+	expect_error "get $path" "names a directory: use -r" \
+		env -C "$work/dw" "$xftp" -q get "ftp://u:p@127.0.0.1:2247/$path"
+	[ -z "$(ls -A "$work/dw")" ] || fail "get $path left: $(ls -A "$work/dw")"
+done
+pass "get of a directory's URL without -r writes nothing"
+
+# The first block already longer than the size announced: what the message says of the
+# partial is true.
+hostile 2253 overlong
+mkdir "$work/kw"
+expect_error "overlong first block" "sent more than the 50 bytes" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2253/f "$work/kw/f"
+if [ -e "$work/kw/.f.xftp-part" ]; then
+	grep -q 'xftp-part kept' "$work/err" || fail "the partial is kept, unsaid: $(cat "$work/err")"
+else
+	! grep -q 'xftp-part kept' "$work/err" || fail "said kept, removed: $(cat "$work/err")"
+fi
+pass "the message says what became of the partial"
+
+# A name of 250 bytes (".NAME.xftp-part" would pass NAME_MAX): downloaded all the same.
+long=$(printf 'L%.0s' $(seq 250))
+mkdir "$work/lw"
+"$xftp" -q get "ftp://u:p@127.0.0.1:2247/$long" "$work/lw/" </dev/null >/dev/null 2>"$work/err" ||
+	fail "a 250-byte name: $(cat "$work/err")"
+[ "$(cat "$work/lw/$long")" = hello ] && [ "$(ls -A "$work/lw" | wc -l)" -eq 1 ] ||
+	fail "a 250-byte name: $(ls -A "$work/lw")"
+pass "a 250-byte name is downloaded under its name"

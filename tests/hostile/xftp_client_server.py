@@ -8,8 +8,15 @@ after another until killed. HOW:
   deep     MLSD of every directory lists a directory "d" and 4 MiB of lines to skip
   rude     the replies carry terminal escapes; PASS quotes the password back, refused
   plain    RETR sends "hello" (SIZE 5)
+  tree     MLSD of d lists a directory "sub", of d/sub a file "keep"; RETR sends "hello"
+  modee    PARALLEL offered, SIZE 100; RETR in MODE E sends block [0,100) 20000 times
+  overlong SIZE 50, RETR sends 100 bytes
+  huge     SIZE 1 TB, RETR sends 64 MiB
+  changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
+           file is 200 bytes "2" with a later MDTM (REST honoured)
 """
 import socket
+import struct
 import sys
 import threading
 
@@ -18,9 +25,11 @@ log = sys.argv[3] if len(sys.argv) > 3 else None
 listener = socket.create_server(('127.0.0.1', port))
 BIG = 64 << 20
 FILLER = b'type=OS.unix=x; filler-line-to-skip\r\n'
+retrs = 0  # RETRs served, all sessions together: 'changing' changes the file after the first
 
 
 def session(ctl):
+    global retrs
     f = ctl.makefile('rwb', buffering=0)
 
     def say(text):
@@ -33,6 +42,8 @@ def session(ctl):
         return
     say('220 ready')
     data = None
+    rest = 0
+    streams = 1
     while True:
         line = f.readline()
         if not line:
@@ -53,6 +64,10 @@ def session(ctl):
                 say(' MLST type*;size*;')
             if how not in ('nosize', 'blind'):
                 say(' SIZE')
+            if how == 'changing':
+                say(' MDTM')
+            if how == 'modee':
+                say(' PARALLEL')
             say('211 End')
         elif verb == 'PASV':
             data = socket.create_server(('127.0.0.1', 0))
@@ -67,8 +82,37 @@ def session(ctl):
         elif verb == 'SIZE':
             if how in ('nosize', 'blind'):
                 say('502 no SIZE here')
+            elif how == 'changing':
+                say('213 200')
+            elif how == 'modee':
+                say('213 100')
+            elif how == 'overlong':
+                say('213 50')
+            elif how == 'huge':
+                say('213 %d' % (1 << 40))
             else:
                 say('213 5')
+        elif verb == 'MDTM' and how == 'changing':
+            say('213 2026010%d120000' % (1 if retrs == 0 else 2))
+        elif verb == 'OPTS' and 'Parallelism=' in arg:
+            streams = int(arg.split('=')[1].split(';')[0].split(',')[0])
+            say('200 Parallelism set')
+        elif verb == 'RETR' and how == 'modee':
+            say('150 here')
+            try:
+                conns = [data.accept()[0] for _ in range(streams)]
+                block = struct.pack('>BQQ', 0, 100, 0) + b'Z' * 100
+                conns[0].sendall(block * 20000)
+                for k, conn in enumerate(conns):  # EOD on each, EOF naming them on the first
+                    conn.sendall(struct.pack('>BQQ', 0x48 if k == 0 else 0x08, 0,
+                                             streams if k == 0 else 0))
+                    conn.close()
+                say('226 done')
+            except OSError:
+                say('426 gone')
+        elif verb == 'REST':
+            rest = int(arg)
+            say('350 from %d' % rest)
         elif verb == 'MLST':
             say('250-facts')
             say(' type=file;size=%d; %s' % (1000 if how == 'nosize' else 5, arg))
@@ -86,15 +130,24 @@ def session(ctl):
             say('150 here')
             try:
                 conn, _ = data.accept()
-                if verb == 'MLSD':
+                if verb == 'MLSD' and how == 'tree':
+                    conn.sendall(b'type=file; keep\r\n' if arg.endswith('sub') else
+                                 b'type=dir; sub\r\n')
+                elif verb == 'MLSD':
                     conn.sendall(b'type=dir; d\r\n' + FILLER * ((4 << 20) // len(FILLER)))
-                elif how in ('nosize', 'blind'):
+                elif how == 'overlong':
+                    conn.sendall(b'o' * 100)
+                elif how == 'changing':
+                    conn.sendall(b'1' * 100 if retrs == 0 else (b'2' * 200)[rest:])
+                elif how in ('nosize', 'blind', 'huge'):
                     chunk = b'z' * (1 << 20)
                     for _ in range(BIG >> 20):
                         conn.sendall(chunk)
                 else:
                     conn.sendall(b'hello')
                 conn.close()
+                retrs += verb == 'RETR'
+                rest = 0
                 say('226 done')
             except OSError:
                 say('426 gone')

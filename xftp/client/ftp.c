@@ -160,6 +160,8 @@ static void note_feature(struct ftp_features *feat, const char *line)
                 feat->epsv = true;
         else if (strcasecmp(line, "SIZE") == 0)
                 feat->size = true;
+        else if (strcasecmp(line, "MDTM") == 0)
+                feat->mdtm = true;
         else if (strcasecmp(line, "REST STREAM") == 0)
                 feat->rest_stream = true;
         else if (strncasecmp(line, "MLST", 4) == 0)
@@ -402,6 +404,52 @@ int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_e
         for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
                 line += *line == '\n';
                 if (*line == ' ' && listing_size_fact(line + 1, size) == 0)
+                        return 0;
+        }
+        return -ENOTSUP;
+}
+
+/* A time as MDTM and the modify fact spell it (RFC 3659 2.3): YYYYMMDDHHMMSS, maybe a
+ * fraction; copied into out (room bytes) when it is one. */
+static int copy_time_val(const char *text, size_t len, char *out, size_t room)
+{
+        if (len < 14 || len >= room || strspn(text, "0123456789") < 14 ||
+            strspn(text, "0123456789.") < len)
+                return -ENOTSUP;
+        memcpy(out, text, len);
+        out[len] = '\0';
+        return 0;
+}
+
+/* The modify fact of an MLST facts line ("type=file;modify=20240101120000; name"). */
+static int modify_fact(const char *facts, char *out, size_t room)
+{
+        const char *end = strchr(facts, ' ');
+        for (const char *fact = facts; fact && (!end || fact < end);
+             fact = strchr(fact, ';'), fact = fact ? fact + 1 : NULL) {
+                if (strncasecmp(fact, "modify=", 7) == 0)
+                        return copy_time_val(fact + 7, strcspn(fact + 7, "; "), out, room);
+        }
+        return -ENOTSUP;
+}
+
+int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, struct ds_error *err)
+{
+        if (!ftp->feat.mdtm && !ftp->feat.mlst)
+                return -ENOTSUP;
+        int rc = ftp->feat.mdtm ? ftp_cmd(ftp, err, "MDTM %s", path)
+                                : ftp_cmd(ftp, err, "MLST %s", path);
+        if (rc < 0)
+                return rc;
+        if (rc == 213) {
+                const char *stamp = ftp->reply + 4;
+                return copy_time_val(stamp, strcspn(stamp, " \r\n"), out, room);
+        }
+        if (rc != 250)
+                return -ENOTSUP;
+        for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
+                line += *line == '\n';
+                if (*line == ' ' && modify_fact(line + 1, out, room) == 0)
                         return 0;
         }
         return -ENOTSUP;

@@ -19,6 +19,7 @@ struct ds_error;
 /* What FEAT advertised (RFC 2389), and what the client found out by trying. */
 struct ftp_features {
         bool epsv, size, rest_stream, mlst, utf8;
+        bool mdtm;
         bool parallel; /* MODE E with OPTS RETR Parallelism=N */
         bool hash;
         bool hash_algo[DS_HASH_COUNT];
@@ -86,5 +87,10 @@ int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size
 /* The size fact of MLST path (when SIZE is refused): 0 and *size, -ENOENT (550),
  * -ENOTSUP (refused, or no size fact), or another negative errno. */
 int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err);
+
+/* When path was last modified, as MDTM (else MLST's modify fact) says it: out (room bytes)
+ * gets "YYYYMMDDHHMMSS[.fraction]". 0, -ENOTSUP (the server names no time), or another
+ * negative errno with err filled. */
+int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, struct ds_error *err);
 
 #endif

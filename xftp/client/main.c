@@ -100,7 +100,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         cli->job.recursive = true;
                         break;
                 case 'q':
-                        cli->quiet = true;
+                        cli->quiet = cli->job.quiet = true;
                         break;
                 case OPT_RESUME:
                         cli->job.resume = true;

@@ -1,33 +1,27 @@
 /* get, put, ls and cp over a logged-in control connection.
  *
- * A download lands in ".NAME.xftp-part" beside its destination and is renamed into place
- * after fsync. How much of that file is whole is kept in its extended attribute
- * user.xftp.whole as the data is written (MODE E writes blocks out of order, so the file's
- * size alone does not say), and --resume continues from there. */
+ * A download lands in ".NAME.xftp-part" beside its destination (part.c) and is renamed
+ * into place after fsync. */
 #include "transfer.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #include "listing.h"
+#include "part.h"
 #include "modee.h"
 #include "xfer.h"
 
-#define WHOLE_XATTR "user.xftp.whole"
-#define PART_SUFFIX ".xftp-part"
-#define PATH_ROOM   4096
+#define PATH_ROOM 4096
 /* What a server's listings may cost: each one, and (-r) those held at once down a path of
  * nested directories and all of a tree's entries together. */
 #define LISTING_MAX         (64u << 20)
@@ -108,103 +102,6 @@ static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, 
         return rc;
 }
 
-/* "dir/.base.xftp-part" for "dir/base". */
-static int part_name(const char *local, char *out, size_t room)
-{
-        const char *slash = strrchr(local, '/');
-        int n = slash ? snprintf(out, room, "%.*s/.%s%s", (int)(slash - local), local, slash + 1,
-                                 PART_SUFFIX)
-                      : snprintf(out, room, ".%s%s", local, PART_SUFFIX);
-        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
-}
-
-static void record_whole(uint64_t whole, void *ctx)
-{
-        char text[24];
-        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
-        fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
-}
-
-/* How much of a partial download is whole: the attribute if there is one (never more
- * than the file holds), else (a file written in order only) its size. */
-static uint64_t whole_of(int fd, bool *marked)
-{
-        char text[24];
-        struct stat st;
-        ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
-
-        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-        *marked = n > 0;
-        if (n <= 0)
-                return size;
-        text[n] = '\0';
-        uint64_t whole = strtoull(text, NULL, 10);
-        return whole < size ? whole : size; /* the file may have been cut since */
-}
-
-/* Opens the partial download: continued with --resume, else created afresh (replacing a
- * partial this tool left, never another file). *offset gets where to continue; *marks says
- * whether the file system keeps the whole-mark (MODE E needs it). */
-static int open_part(const char *part, bool resume, uint64_t *offset, bool *marks,
-                     struct ds_error *err)
-{
-        bool marked = false;
-        int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-
-        *offset = 0;
-        if (fd < 0 && errno == EEXIST) {
-                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-                if (fd < 0)
-                        return ds_fail(err, -errno, "%s", part);
-                uint64_t whole = whole_of(fd, &marked);
-                if (resume) {
-                        *offset = whole;
-                } else if (!marked) {
-                        close(fd);
-                        return ds_fail(err, 0,
-                                       "%s exists and xftp did not write it: remove it, or "
-                                       "continue it with --resume",
-                                       part),
-                               -EEXIST;
-                } else if (ftruncate(fd, 0) < 0) {
-                        int rc = -errno;
-                        close(fd);
-                        return ds_fail(err, rc, "%s", part);
-                }
-        } else if (fd < 0) {
-                return ds_fail(err, -errno, "%s", part);
-        }
-        record_whole(*offset, &fd);
-        *marks = whole_of(fd, &marked) == *offset && marked;
-        return fd;
-}
-
-/* Makes the download durable under its final name. */
-static int commit_part(int fd, const char *part, const char *local, uint64_t size,
-                       struct ds_error *err)
-{
-        if (ftruncate(fd, (off_t)size) < 0)
-                return ds_fail(err, -errno, "%s", part);
-        /* Written 0600 while partial; complete, it gets the mode cp would give a new file. */
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(fd, 0666 & ~mask) < 0)
-                return ds_fail(err, -errno, "chmod %s", part);
-        if (fsync(fd) < 0)
-                return ds_fail(err, -errno, "fsync %s", part);
-        fremovexattr(fd, WHOLE_XATTR);
-        if (rename(part, local) < 0)
-                return ds_fail(err, -errno, "rename %s to %s", part, local);
-        char dir[PATH_ROOM];
-        snprintf(dir, sizeof(dir), "%s", local);
-        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-                fsync(dfd); /* the rename itself durable; a failure here loses no data */
-                close(dfd);
-        }
-        return 0;
-}
-
 /* HASH on the server and the same hash here; 0 when they match. */
 static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, uint64_t size,
                   const struct job_opts *o, struct job_totals *t, struct ds_error *err)
@@ -253,18 +150,6 @@ static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *
         return rc < 0 ? rc : reply;
 }
 
-/* What a download may hold when the server names no size: the space free on the
- * destination's file system when it starts, less a sixteenth kept for everyone else, so
- * that a server that never stops cannot fill the disk. */
-static uint64_t unknown_size_bound(int fd)
-{
-        struct statvfs vfs;
-        if (fstatvfs(fd, &vfs) < 0)
-                return UINT64_MAX;
-        uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-        return free_bytes - free_bytes / 16;
-}
-
 /* The size of remote: SIZE, else the size fact of MLST. 0 and *size, -ENOENT with err
  * filled, *size UINT64_MAX when the server says neither, or another negative errno. */
 static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, struct ds_error *err)
@@ -281,7 +166,9 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
         return rc;
 }
 
-/* Says why a download failed where the pipeline's own words would mislead. */
+/* Says why a download failed where the pipeline's own words would mislead, and whether
+ * the partial is kept: only when some of it is whole (prefix_end, which starts at the
+ * offset resumed from), else get_file removes it. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
                         const struct ds_xfer_result *result, const struct job_opts *o,
                         struct ds_error *err)
@@ -296,13 +183,73 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
         } else if (rc == -EFBIG && size != UINT64_MAX) {
                 ds_fail(err, 0,
                         "%s: the server sent more than the %llu bytes it announced (%s kept)",
-                        remote, (unsigned long long)size, part);
+                        remote, (unsigned long long)size, kept > 0 ? part : "nothing");
         } else if (rc == -EFBIG) {
                 ds_fail(err, 0,
                         "%s: the server named no size and sent more than the %llu bytes "
                         "the destination can spare (%s kept)",
-                        remote, (unsigned long long)bound, part);
+                        remote, (unsigned long long)bound, kept > 0 ? part : "nothing");
         }
+}
+
+/* Learns what remote is (its size, and its time where the server names it) and opens the
+ * partial file beside local for it (part_open), saying unless quiet why a partial of a file
+ * that changed since is started over. Returns the descriptor or a negative errno. */
+static int open_download(struct ftp *ftp, const char *remote, const char *local, char *part,
+                         const struct job_opts *o, uint64_t *size, uint64_t *offset, bool *marks,
+                         struct ds_error *err)
+{
+        struct part_origin origin = {0};
+        char why[160];
+
+        int rc = remote_size(ftp, remote, &origin.size, err);
+        if (rc == 0)
+                rc = ftp_modified(ftp, remote, origin.modified, sizeof(origin.modified), err);
+        if (rc < 0 && rc != -ENOTSUP)
+                return rc;
+        *size = origin.size;
+        if (part_name(local, part, PATH_ROOM) < 0)
+                return ds_fail(err, -ENAMETOOLONG, "no room for the partial file's path of %s",
+                               local);
+        int fd = part_open(part, o->resume, &origin, offset, marks, why, sizeof(why), err);
+        if (fd < 0)
+                return fd;
+        if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
+                char line[PATH_ROOM + 512];
+                snprintf(line, sizeof(line),
+                         "xftp: %s changed on the server since %s was begun (%s): "
+                         "starting over",
+                         remote, part, why);
+                listing_show(stderr, line, strlen(line), false);
+                fputc('\n', stderr);
+        }
+        if (*offset > *size && *size != UINT64_MAX) {
+                close(fd);
+                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
+                               (unsigned long long)*size, remote),
+                       -EINVAL;
+        }
+        return fd;
+}
+
+/* Whether the destination's file system has room for the bytes to come: from offset to
+ * the size announced, checked before the transfer so that a server's word cannot fill the
+ * disk. When the server names no size, *bound gets what the download may take: the space
+ * free when it starts less a sixteenth kept for everyone else (a server that never stops
+ * cannot fill the disk either); else the size. 0, or -ENOSPC with err filled. */
+static int room_for(int fd, const char *remote, uint64_t size, uint64_t offset, uint64_t *bound,
+                    struct ds_error *err)
+{
+        uint64_t free_bytes = part_free_space(fd);
+        if (size == UINT64_MAX) {
+                *bound = free_bytes == UINT64_MAX ? free_bytes : free_bytes - free_bytes / 16;
+                return 0;
+        }
+        *bound = size;
+        if (free_bytes != UINT64_MAX && size - offset > free_bytes)
+                return ds_fail(err, -ENOSPC, "%s: needs %llu bytes, %llu free here", remote,
+                               (unsigned long long)(size - offset), (unsigned long long)free_bytes);
+        return 0;
 }
 
 static int get_file(struct ftp *ftp, const char *remote, const char *local,
@@ -317,23 +264,19 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         unsigned n = streams_for(ftp, o);
         int fds[DS_MODEE_MAX_STREAMS];
 
-        int rc = remote_size(ftp, remote, &size, err);
-        if (rc < 0)
-                return rc;
-        if (part_name(local, part, sizeof(part)) < 0)
-                return ds_fail(err, 0, "%s: name too long", local), -ENAMETOOLONG;
-        int fd = open_part(part, o->resume, &offset, &marks, err);
+        int fd = open_download(ftp, remote, local, part, o, &size, &offset, &marks, err);
         if (fd < 0)
                 return fd;
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
-        if (offset > size && size != UINT64_MAX) {
+        uint64_t bound;
+        int rc = room_for(fd, remote, size, offset, &bound, err);
+        if (rc < 0) {
                 close(fd);
-                return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
-                               (unsigned long long)size, remote),
-                       -EINVAL;
+                if (offset == 0)
+                        unlink(part); /* ours, and nothing came */
+                return rc;
         }
-        uint64_t bound = size == UINT64_MAX ? unknown_size_bound(fd) : size;
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
         struct ds_xfer_result result = {.prefix_end = offset};
@@ -346,7 +289,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
         if (rc == 0) {
                 struct ds_xfer_opts xo = xfer_opts(o, offset, limit);
-                xo.on_prefix = record_whole;
+                xo.on_prefix = part_record_whole;
                 xo.prefix_ctx = &fd;
                 rc = move_data(ftp, &file, true, fds, n, &xo, &result, err);
                 t->bytes += result.bytes;
@@ -359,12 +302,12 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
         if (rc == 0)
-                rc = commit_part(fd, part, local, result.prefix_end, err);
+                rc = part_commit(fd, part, local, result.prefix_end, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         ds_xfile_plain_close(&file);
         close(fd);
-        if (rc < 0 && offset == 0 && result.prefix_end == 0)
-                unlink(part); /* nothing came: no part to resume, and it was ours */
+        if (rc < 0 && result.prefix_end == 0) /* as explain_get says */
+                unlink(part); /* nothing whole: no part to resume, and it was ours */
         if (rc == 0)
                 count_file(t, offset, n);
         return rc;
@@ -505,6 +448,26 @@ struct tree_budget {
         uint64_t seen; /* lines of every listing so far */
 };
 
+/* Makes the directory local of a recursive get, or takes the one there. Below the top, the
+ * names are the server's: one that is there already must be a directory itself, never a
+ * link to one, or the server could have files written wherever the link points. The top
+ * is the user's own DEST, and may be a link. 0 or a negative errno with err filled. */
+static int make_dir(const char *local, bool top, struct ds_error *err)
+{
+        struct stat st;
+        if (mkdir(local, 0777) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return ds_fail(err, -errno, "mkdir %s", local);
+        if ((top ? stat(local, &st) : lstat(local, &st)) < 0)
+                return ds_fail(err, -errno, "%s", local);
+        if (!S_ISDIR(st.st_mode))
+                return ds_fail(err, 0, "%s exists and is not a directory%s: not written into",
+                               local, S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""),
+                       -ENOTDIR;
+        return 0;
+}
+
 static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
                     struct tree_budget *b, const struct job_opts *o, struct job_totals *t,
                     struct ds_error *err)
@@ -531,9 +494,10 @@ static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsi
                                TREE_ENTRIES_MAX),
                        -EFBIG;
         }
-        if (mkdir(local, 0777) < 0 && errno != EEXIST) {
+        rc = make_dir(local, depth == 0, err);
+        if (rc < 0) {
                 free(text);
-                return ds_fail(err, -errno, "mkdir %s", local);
+                return rc;
         }
         b->held += len;
         char *save;
@@ -589,10 +553,22 @@ static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsi
         return rc;
 }
 
+/* Whether path's last part names a directory whatever the server says of it: "dir/",
+ * "." and ".." (and nothing at all) have no name a file could take here. */
+static bool names_directory(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        const char *last = slash ? slash + 1 : path;
+        return !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+}
+
 int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
             struct job_totals *t, struct ds_error *err)
 {
         struct tree_budget budget = {0};
+        if (!o->recursive && names_directory(remote))
+                return ds_fail(err, 0, "%s names a directory: use -r", *remote ? remote : "/"),
+                       -EISDIR;
         return o->recursive ? get_tree(ftp, remote, local, 0, &budget, o, t, err)
                             : get_file(ftp, remote, local, o, t, err);
 }

@@ -19,6 +19,7 @@ struct job_opts {
         size_t block;     /* -b */
         bool resume, verify, recursive;
         bool no_sendfile;
+        bool quiet; /* -q: no notices on stderr */
         int timeout_ms;
         atomic_bool *stop;
         struct ds_live_segment *live;

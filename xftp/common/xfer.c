@@ -842,6 +842,11 @@ static int written(struct pipeline *pl, struct ds_ranges *arrived, const struct 
         progress(pl);
         result->bytes += piece->len;
         result->blocks++;
+        /* Each block is checked against [offset, limit) alone: a sender that sends one block
+         * over and over stays inside it forever, and only the count of bytes ends it. */
+        if (o->limit != UINT64_MAX && o->limit >= o->offset && result->bytes > o->limit - o->offset)
+                return ds_fail(err, 0, "more bytes than the range holds: blocks sent twice"),
+                       -EFBIG;
         if (ds_ranges_add(arrived, piece->offset, piece->offset + piece->len) < 0)
                 return ds_fail(err, 0, "blocks scattered over more than %u ranges", RANGES_MAX),
                        -EPROTO;

@@ -1,0 +1,204 @@
+/* The partial file of a download.
+ *
+ * How much of it is whole is kept in its extended attribute user.xftp.whole as the data is
+ * written (MODE E writes blocks out of order, so the file's size alone does not say), and
+ * --resume continues from there. What the file is a part of, the remote file's size and
+ * modification time as the server named them when the download began, is kept in
+ * user.xftp.origin: --resume of a file that changed on the server since starts it over
+ * rather than joining two versions. */
+#include "part.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <dragstrip/error.h>
+
+#define WHOLE_XATTR  "user.xftp.whole"
+#define ORIGIN_XATTR "user.xftp.origin" /* what the partial is a part of */
+#define PART_SUFFIX  ".xftp-part"
+#define PATH_ROOM    4096
+
+/* FNV-1a: a short tag that tells long names apart (not a defence against anyone). */
+static uint64_t name_tag(const char *name)
+{
+        uint64_t hash = 14695981039346656037ull;
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                hash = (hash ^ *p) * 1099511628211ull;
+        return hash;
+}
+
+int part_name(const char *local, char *out, size_t room)
+{
+        const char *slash = strrchr(local, '/');
+        const char *base = slash ? slash + 1 : local;
+        int dir_len = slash ? (int)(slash + 1 - local) : 0;
+        size_t keep = strlen(base);
+        char tag[24] = "";
+        /* ".NAME.xftp-part" of a name near NAME_MAX bytes is a name no file system takes:
+         * such a name keeps its first bytes and a tag of the whole, one partial per name. */
+        if (1 + keep + strlen(PART_SUFFIX) > NAME_MAX) {
+                snprintf(tag, sizeof(tag), "~%016llx", (unsigned long long)name_tag(base));
+                keep = NAME_MAX - 1 - strlen(tag) - strlen(PART_SUFFIX);
+        }
+        int n =
+            snprintf(out, room, "%.*s.%.*s%s%s", dir_len, local, (int)keep, base, tag, PART_SUFFIX);
+        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
+}
+
+void part_record_whole(uint64_t whole, void *ctx)
+{
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
+        fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
+}
+
+/* How much of a partial download is whole: the attribute if there is one (never more
+ * than the file holds), else (a file written in order only) its size. */
+static uint64_t whole_of(int fd, bool *marked)
+{
+        char text[24];
+        struct stat st;
+        ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
+
+        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+        *marked = n > 0;
+        if (n <= 0)
+                return size;
+        text[n] = '\0';
+        uint64_t whole = strtoull(text, NULL, 10);
+        return whole < size ? whole : size; /* the file may have been cut since */
+}
+
+/* The origin recorded on the partial file: true and *o when there is one. */
+static bool origin_of(int fd, struct part_origin *o)
+{
+        char text[64], size[24];
+        ssize_t n = fgetxattr(fd, ORIGIN_XATTR, text, sizeof(text) - 1);
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        if (sscanf(text, "size=%23[^;];modify=%23s", size, o->modified) != 2)
+                return false;
+        o->size = strcmp(size, "-") == 0 ? UINT64_MAX : strtoull(size, NULL, 10);
+        if (strcmp(o->modified, "-") == 0)
+                o->modified[0] = '\0';
+        return true;
+}
+
+static void record_origin(int fd, const struct part_origin *o)
+{
+        char text[64], size[24] = "-";
+        if (o->size != UINT64_MAX)
+                snprintf(size, sizeof(size), "%llu", (unsigned long long)o->size);
+        int n = snprintf(text, sizeof(text), "size=%s;modify=%s", size,
+                         o->modified[0] ? o->modified : "-");
+        fsetxattr(fd, ORIGIN_XATTR, text, (size_t)n, 0); /* none kept: nothing to compare */
+}
+
+/* Why xftp's partial file fd, whole up to whole, is not a part of the remote file as it is
+ * now: into why (empty when it is, or cannot be told). A field the server named neither
+ * time, or only one of them, says nothing. */
+static void changed_since(int fd, uint64_t whole, const struct part_origin *now, char *why,
+                          size_t room)
+{
+        struct part_origin then;
+        why[0] = '\0';
+        if (!origin_of(fd, &then)) {
+                if (now->size != UINT64_MAX && whole > now->size)
+                        snprintf(why, room, "holds %llu bytes, the file is now %llu",
+                                 (unsigned long long)whole, (unsigned long long)now->size);
+        } else if (then.size != UINT64_MAX && now->size != UINT64_MAX && then.size != now->size) {
+                snprintf(why, room, "the file was %llu bytes, now %llu",
+                         (unsigned long long)then.size, (unsigned long long)now->size);
+        } else if (then.modified[0] && now->modified[0] &&
+                   strcmp(then.modified, now->modified) != 0) {
+                snprintf(why, room, "the file was modified %s, now %s", then.modified,
+                         now->modified);
+        }
+}
+
+int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
+              bool *marks, char *why, size_t why_room, struct ds_error *err)
+{
+        bool marked = false;
+        struct stat st;
+        int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+        *offset = 0;
+        why[0] = '\0';
+        if (fd < 0 && errno == EEXIST) {
+                /* Never through a link, never a fifo or device someone put there. */
+                fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+                if (fd < 0)
+                        return ds_fail(err, -errno, "%s", part);
+                if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        close(fd);
+                        return ds_fail(err, 0, "%s: not a regular file", part), -EEXIST;
+                }
+                uint64_t whole = whole_of(fd, &marked);
+                if (resume && marked)
+                        changed_since(fd, whole, origin, why, why_room);
+                if (resume && !why[0]) {
+                        *offset = whole;
+                } else if (!marked) {
+                        close(fd);
+                        return ds_fail(err, 0,
+                                       "%s exists and xftp did not write it: remove it, or "
+                                       "continue it with --resume",
+                                       part),
+                               -EEXIST;
+                } else if (ftruncate(fd, 0) < 0) {
+                        int rc = -errno;
+                        close(fd);
+                        return ds_fail(err, rc, "%s", part);
+                }
+        } else if (fd < 0) {
+                return ds_fail(err, -errno, "%s", part);
+        }
+        record_origin(fd, origin);
+        part_record_whole(*offset, &fd);
+        *marks = whole_of(fd, &marked) == *offset && marked;
+        return fd;
+}
+
+int part_commit(int fd, const char *part, const char *local, uint64_t size, struct ds_error *err)
+{
+        if (ftruncate(fd, (off_t)size) < 0)
+                return ds_fail(err, -errno, "%s", part);
+        /* Written 0600 while partial; complete, it gets the mode cp would give a new file. */
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fchmod(fd, 0666 & ~mask) < 0)
+                return ds_fail(err, -errno, "chmod %s", part);
+        if (fsync(fd) < 0)
+                return ds_fail(err, -errno, "fsync %s", part);
+        fremovexattr(fd, WHOLE_XATTR);
+        fremovexattr(fd, ORIGIN_XATTR);
+        if (rename(part, local) < 0)
+                return ds_fail(err, -errno, "rename %s to %s", part, local);
+        char dir[PATH_ROOM];
+        snprintf(dir, sizeof(dir), "%s", local);
+        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                fsync(dfd); /* the rename itself durable; a failure here loses no data */
+                close(dfd);
+        }
+        return 0;
+}
+
+uint64_t part_free_space(int fd)
+{
+        struct statvfs vfs;
+        if (fstatvfs(fd, &vfs) < 0)
+                return UINT64_MAX;
+        return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
