@@ -118,6 +118,52 @@ grep -Eq "^$day [0-9]+ 127\.0\.0\.1 300000 /up\.bin b _ i r $user ftp 0 \* c$" "
 [ "$(wc -l <"$work/xfer.log")" -eq 3 ] || fail "the xferlog has lines beyond the three transfers"
 pass "--xferlog: one wu-ftpd line per transfer, o for a get, i for a put, complete"
 
+# --syslog: the lines go to /dev/log, facility ftp, and none to stderr. As root, in a mount
+# namespace of its own whose /dev is a fresh tmpfs, a socket of the test's is /dev/log.
+if [ "$(id -u)" -eq 0 ]; then
+	unshare -m bash -s "$xftpd" "$work" "$user" "$pass" <<'SH' || fail "--syslog"
+set -euo pipefail
+xftpd=$1 work=$2 user=$3 pass=$4
+mkdir "$work/dev"
+mount --rbind /dev "$work/dev"
+mount -t tmpfs tmpfs /dev
+for node in null zero random urandom; do
+	touch "/dev/$node"
+	mount --bind "$work/dev/$node" "/dev/$node"
+done
+mkdir /dev/shm
+mount --bind "$work/dev/shm" /dev/shm
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+open(sys.argv[1] + "/ready", "w").close()
+with open(sys.argv[1] + "/syslog", "ab", 0) as f:
+    while True:
+        f.write(s.recv(65536).rstrip(b"\n") + b"\n")
+' "$work" &
+receiver=$!
+for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
+"$xftpd" -p 16484 --root "$work/root" --users "$work/users" --run-as nobody --syslog \
+	2>"$work/syslog.stderr" &
+server=$!
+for _ in $(seq 50); do ss -Hltn 'sport = :16484' | grep -q . && break; sleep 0.1; done
+python3 -c "
+import ftplib
+f = ftplib.FTP(); f.connect('127.0.0.1', 16484, timeout=20); f.login('$user', '$pass'); f.quit()
+"
+kill "$server"
+wait "$server" || true
+kill "$receiver"
+cat "$work/syslog"
+# <94>: facility ftp (11) and priority info (6).
+grep -Eq "^<94>.*xftpd\[[0-9]+\]: $user 127\.0\.0\.1:[0-9]+ logged in$" "$work/syslog"
+grep -Eq "^<94>.*xftpd\[[0-9]+\]: stopped$" "$work/syslog"
+[ ! -s "$work/syslog.stderr" ]
+SH
+	pass "--syslog: logins and the stop go to syslog with facility ftp, nothing to stderr"
+fi
+
 # Bad values are refused with one line and status 2.
 for bad in 40109-40100 80-90 40100 40100-70000 x-y; do
 	expect_error "--pasv-ports $bad" "pasv-ports" "$xftpd" -p 16483 --root "$work/root" \
