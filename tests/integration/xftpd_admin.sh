@@ -88,6 +88,14 @@ ftp.retrbinary('RETR f.bin', got.write)
 assert len(got.getvalue()) == 1048576
 with open(work + '/up.bin', 'rb') as f:
     ftp.storbinary('STOR up.bin', f)
+# An upload that ends short of what ALLO announced is kept for REST: incomplete (i).
+ftp.sendcmd('ALLO 500000')
+try:
+    with open(work + '/up.bin', 'rb') as f:
+        ftp.storbinary('STOR part.bin', f)
+    raise AssertionError('a short upload was complete')
+except ftplib.error_temp as e:
+    assert str(e).startswith('451'), e
 try:
     ftp.retrbinary('RETR secret', lambda b: None)
     raise AssertionError('RETR secret succeeded')
@@ -115,8 +123,10 @@ cat "$work/xfer.log"
 	fail "the two gets of f.bin are not in the xferlog as such"
 grep -Eq "^$day [0-9]+ 127\.0\.0\.1 300000 /up\.bin b _ i r $user ftp 0 \* c$" "$work/xfer.log" ||
 	fail "the put is not in the xferlog"
-[ "$(wc -l <"$work/xfer.log")" -eq 3 ] || fail "the xferlog has lines beyond the three transfers"
-pass "--xferlog: one wu-ftpd line per transfer, o for a get, i for a put, complete"
+grep -Eq "^$day [0-9]+ 127\.0\.0\.1 300000 /part\.bin b _ i r $user ftp 0 \* i$" "$work/xfer.log" ||
+	fail "the short upload is not in the xferlog as incomplete"
+[ "$(wc -l <"$work/xfer.log")" -eq 4 ] || fail "the xferlog has lines beyond the four transfers"
+pass "--xferlog: one wu-ftpd line per transfer, o for a get, i for a put, c or i for complete"
 
 # --syslog: the lines go to /dev/log, facility ftp, and none to stderr. As root, in a mount
 # namespace of its own whose /dev is a fresh tmpfs, a socket of the test's is /dev/log.
