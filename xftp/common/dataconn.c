@@ -311,19 +311,43 @@ static int data_socket(int family, const struct ds_data_opts *opts)
         return fd;
 }
 
+/* Binds fd to addr's host and a port of opts' range, tried from a random one on so that
+ * sessions started together do not all race for the same first port. Returns 0 or a
+ * negative errno (-EADDRINUSE: every port of the range is taken). */
+static int bind_in_range(int fd, struct ds_ftp_addr *addr, const struct ds_data_opts *opts)
+{
+        if (!opts->port_lo) {
+                ds_ftp_addr_set_port(addr, 0);
+                return bind(fd, (struct sockaddr *)&addr->ss, addr->len) < 0 ? -errno : 0;
+        }
+        unsigned span = (unsigned)opts->port_hi - opts->port_lo + 1;
+        unsigned first = (unsigned)(ds_now_ns() ^ ((uint64_t)getpid() << 16)) % span;
+
+        for (unsigned i = 0; i < span; i++) {
+                ds_ftp_addr_set_port(addr, (uint16_t)(opts->port_lo + (first + i) % span));
+                if (bind(fd, (struct sockaddr *)&addr->ss, addr->len) == 0)
+                        return 0;
+                if (errno != EADDRINUSE)
+                        return -errno;
+        }
+        return -EADDRINUSE;
+}
+
 int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *opts,
                    struct ds_error *err)
 {
         struct ds_ftp_addr addr = *local;
         char text[DS_FTP_ADDR_TEXT];
 
-        ds_ftp_addr_set_port(&addr, 0);
         int fd = data_socket(addr.ss.ss_family, opts);
         if (fd < 0)
                 return ds_fail(err, fd, "data socket");
-        if (bind(fd, (struct sockaddr *)&addr.ss, addr.len) < 0 || listen(fd, 16) < 0) {
-                int rc = -errno;
+        int rc = bind_in_range(fd, &addr, opts);
+        if (rc == 0 && listen(fd, 16) < 0)
+                rc = -errno;
+        if (rc < 0) {
                 close(fd);
+                ds_ftp_addr_set_port(&addr, 0);
                 return ds_fail(err, rc, "listen for data on %s",
                                ds_ftp_addr_text(&addr, text, sizeof(text)));
         }

@@ -63,11 +63,16 @@ struct ds_data_opts {
                             * window scale fits; 0 leaves the kernel's autotuning */
         int timeout_ms;    /* deadline of connect and of accept (each connection) */
         atomic_bool *stop; /* may be NULL; when set, a wait ends with -EINTR */
+        /* Passive ports: ds_data_listen binds only within port_lo..port_hi (a firewall
+         * opens that range); both 0: any port the kernel picks. */
+        uint16_t port_lo, port_hi;
 };
 
 /* The passive side: a listening socket on the host of local (the control connection's own
  * address, so the data comes the way the control did), port 0 (the kernel picks one; read
- * it with ds_ftp_addr_local). Returns the descriptor or a negative errno with err filled. */
+ * it with ds_ftp_addr_local), or with opts->port_lo set a port of that range: each tried
+ * once, from a random one on, -EADDRINUSE when all are taken. Returns the descriptor or a
+ * negative errno with err filled. */
 int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *opts,
                    struct ds_error *err);
 

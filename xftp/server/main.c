@@ -1,6 +1,7 @@
 /* xftpd: an FTP server for bulk copies. Parses options, binds, drops root, then accepts
  * and forks one process per session (session.c). See xftpd(8) and docs/xftp.md. */
 #include "guard.h"
+#include "log.h"
 #include "session.h"
 #include "throttle.h"
 #include "users.h"
@@ -14,6 +15,8 @@
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +57,10 @@ static void usage(void)
             "  --ban-time SEC         how long such an address is refused (default 60)\n"
             "  --fxp                  let password users copy to and from other servers\n"
             "                         (data connections with a host not the client's)\n"
+            "  --pasv-ports LO-HI     passive data ports only from this range\n"
+            "  --pasv-address ADDR    the IPv4 address PASV replies name (behind NAT)\n"
+            "  --syslog               log to syslog (facility ftp), not to stderr\n"
+            "  --xferlog FILE         one line per transfer in the wu-ftpd xferlog format\n"
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
@@ -63,8 +70,10 @@ static void usage(void)
 
 struct options {
         uint16_t port;
-        const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root, direct_reads, fxp;
+        const char *roots, *users_file, *listen_addr, *run_as, *xferlog;
+        bool anonymous, allow_root, direct_reads, fxp, syslog;
+        uint16_t pasv_lo, pasv_hi;
+        struct ds_ftp_addr pasv_addr;
         size_t block;
         uint64_t max_mem;
         unsigned max_sessions, max_per_host, max_fails, max_host_fails;
@@ -90,6 +99,10 @@ enum {
         OPT_DIRECT_READS,
         OPT_FXP,
         OPT_MAX_MEM,
+        OPT_PASV_PORTS,
+        OPT_PASV_ADDRESS,
+        OPT_SYSLOG,
+        OPT_XFERLOG,
         OPT_VERSION
 };
 
@@ -101,6 +114,32 @@ static unsigned count_arg(const char *opt, const char *arg, unsigned max)
         if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
                 errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
         return (unsigned)value;
+}
+
+/* --pasv-ports LO-HI: 1024 <= LO <= HI <= 65535 (a privileged port is never a data port:
+ * the server no longer holds the right to bind one). */
+static void pasv_ports_arg(const char *arg, struct options *o)
+{
+        unsigned lo, hi;
+        int used = 0;
+
+        if (sscanf(arg, "%5u-%5u%n", &lo, &hi, &used) != 2 || arg[used] || !isdigit(arg[0]) ||
+            lo < 1024 || hi > 65535 || lo > hi)
+                errx(2, "--pasv-ports: '%s' is not a range LO-HI of ports from 1024 to 65535", arg);
+        o->pasv_lo = (uint16_t)lo;
+        o->pasv_hi = (uint16_t)hi;
+}
+
+/* --pasv-address ADDR: the IPv4 address clients reach the server by. */
+static void pasv_address_arg(const char *arg, struct options *o)
+{
+        struct sockaddr_in *sin = (struct sockaddr_in *)&o->pasv_addr.ss;
+
+        memset(&o->pasv_addr, 0, sizeof(o->pasv_addr));
+        sin->sin_family = AF_INET;
+        if (inet_pton(AF_INET, arg, &sin->sin_addr) != 1)
+                errx(2, "--pasv-address: '%s' is not an IPv4 address (PASV names only those)", arg);
+        o->pasv_addr.len = sizeof(*sin);
 }
 
 /* Reads the password for --add-user: twice without echo on a terminal, else one line. */
@@ -214,6 +253,18 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_FXP:
                 o->fxp = true;
                 break;
+        case OPT_PASV_PORTS:
+                pasv_ports_arg(optarg, o);
+                break;
+        case OPT_PASV_ADDRESS:
+                pasv_address_arg(optarg, o);
+                break;
+        case OPT_SYSLOG:
+                o->syslog = true;
+                break;
+        case OPT_XFERLOG:
+                o->xferlog = optarg;
+                break;
         case OPT_ADD_USER:
                 *add_file = optarg;
                 break;
@@ -250,6 +301,10 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
             {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
             {"fxp", no_argument, NULL, OPT_FXP},
+            {"pasv-ports", required_argument, NULL, OPT_PASV_PORTS},
+            {"pasv-address", required_argument, NULL, OPT_PASV_ADDRESS},
+            {"syslog", no_argument, NULL, OPT_SYSLOG},
+            {"xferlog", required_argument, NULL, OPT_XFERLOG},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
@@ -324,7 +379,7 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                 _exit(xftpd_session_run(&own, fd));
         }
         if (pid < 0)
-                warn("fork");
+                xftpd_log(LOG_ERR, "fork: %s", strerror(errno));
         else
                 guard_sessions_add(table, pid, &peer, slot);
         close(fd);
@@ -349,7 +404,10 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
         struct guard_sessions table;
         struct ds_accept_guard shortage = {0};
         int status = 0;
+        FILE *log = xftpd_log_stream();
 
+        if (!log)
+                log = stderr;
         if (guard_sessions_init(&table, o->max_sessions, o->max_per_host, config->budget) < 0)
                 errx(1, "out of memory");
         while (!ds_stopping()) {
@@ -364,10 +422,10 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
                         fd = -errno;
                 if (fd == -EAGAIN || fd == -EWOULDBLOCK)
                         continue; /* the client left between poll and accept */
-                if (fd < 0 && ds_accept_survive(&shortage, fd, "xftpd: accept", stderr))
+                if (fd < 0 && ds_accept_survive(&shortage, fd, "xftpd: accept", log))
                         continue;
                 if (fd < 0) {
-                        warnx("accept: %s", strerror(-fd));
+                        xftpd_log(LOG_ERR, "accept: %s", strerror(-fd));
                         status = 1;
                         break;
                 }
@@ -377,7 +435,9 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
                 start_session(listen_fd, fd, &table, throttle, config);
         }
         guard_sessions_end(&table, 5000);
-        fprintf(stderr, "xftpd: stopped\n");
+        xftpd_log(LOG_INFO, "stopped");
+        if (log != stderr)
+                fclose(log);
         return status;
 }
 
@@ -392,6 +452,7 @@ int main(int argc, char **argv)
 
         argc = ds_live_take_option(argc, argv);
         parse_options(argc, argv, &o);
+        xftpd_log_open(o.syslog);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
                 errx(1, "%s", err.text);
         if (ds_store_open(&store, o.roots, o.direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
@@ -404,6 +465,10 @@ int main(int argc, char **argv)
         int rc = throttle_init(&throttle, o.max_host_fails, o.ban_ms);
         if (rc < 0)
                 errx(1, "failed-login table: %s", strerror(-rc));
+        /* Opened as root: the log may live where only root writes. */
+        int xferlog_fd = o.xferlog ? xftpd_xferlog_open(o.xferlog) : -1;
+        if (o.xferlog && xferlog_fd < 0)
+                errx(1, "--xferlog %s: %s", o.xferlog, strerror(-xferlog_fd));
         char first_root[PATH_MAX];
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o.roots, ","), o.roots);
         if (guard_drop_privileges(o.run_as, first_root, o.allow_root, &err) < 0)
@@ -426,17 +491,23 @@ int main(int argc, char **argv)
             .data_ms = o.data_ms,
             .max_fails = o.max_fails,
             .fail_report_fd = throttle.report_fd[1],
+            .xferlog_fd = xferlog_fd,
+            .pasv_lo = o.pasv_lo,
+            .pasv_hi = o.pasv_hi,
+            .pasv_addr = o.pasv_addr,
             .stop = &stop,
             .budget = budget,
         };
         unsigned width = ds_store_width(store);
-        fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots, width > 1 ? " (striped)" : "",
-                o.port);
+        xftpd_log(LOG_INFO, "serving %s%s on port %u", o.roots, width > 1 ? " (striped)" : "",
+                  o.port);
         int status = serve(listen_fd, &o, &throttle, &config);
         close(listen_fd);
         throttle_close(&throttle);
         ds_shared_budget_destroy(budget);
         ds_store_close(store);
         xftpd_users_free(users);
+        if (xferlog_fd >= 0)
+                close(xferlog_fd);
         return status;
 }

@@ -80,6 +80,11 @@ int session_reply(struct session *s, const char *fmt, ...)
                 return -EINVAL;
         if (n >= REPLY_MAX)
                 n = REPLY_MAX - 1;
+        /* Every refusal of a file or a name (permission, a path outside the root, no such
+         * file, a read-only session) is logged here, the one place all of them pass. */
+        if (s->logged_in && (strncmp(line, "550", 3) == 0 || strncmp(line, "553", 3) == 0))
+                xftpd_log(LOG_NOTICE, "%s %s %s denied: %.*s", s->user, s->peer_text,
+                          s->verb ? s->verb : "-", n, line);
         line[n++] = '\r';
         line[n++] = '\n';
         return session_send(s, line, (size_t)n, session_reply_deadline(s));
@@ -239,14 +244,14 @@ static bool cmd_pass(struct session *s, const char *password)
         s->user_given = false;
         if (ok) {
                 s->logged_in = true;
-                fprintf(stderr, "xftpd: %s %s logged in%s\n", s->user, s->peer_text,
-                        s->anonymous ? " (anonymous, read-only)" : "");
+                xftpd_log(LOG_INFO, "%s %s logged in%s", s->user, s->peer_text,
+                          s->anonymous ? " (anonymous, read-only)" : "");
                 session_reply(s, "230 Logged in%s.", s->anonymous ? ", read-only" : "");
                 return true;
         }
         s->fails++;
-        fprintf(stderr, "xftpd: %s %s failed login %u of %u\n", s->user, s->peer_text, s->fails,
-                s->config->max_fails);
+        xftpd_log(LOG_WARNING, "%s %s failed login %u of %u", s->user, s->peer_text, s->fails,
+                  s->config->max_fails);
         throttle_report(s->config->fail_report_fd, &s->peer);
         /* A second's pause makes guessing slow; it ends early on SIGTERM. */
         ds_sleep_until(ds_deadline_in(1000));
@@ -547,6 +552,7 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
                 session_reply(s, "530 Log in first.");
                 return;
         }
+        s->verb = cmd->name;
         if (cmd->verb != V_RNTO && cmd->verb != V_RNFR)
                 s->rename_pending = false;
         if (transfer_settings(s, cmd))

@@ -4,6 +4,7 @@
 #define XFTPD_SESSION_H
 
 #include "cmd.h"
+#include "log.h"
 #include "users.h"
 
 #include "dataconn.h"
@@ -31,6 +32,9 @@ struct xftpd_config {
         int data_ms;                     /* deadline of each data connection's set-up */
         unsigned max_fails;              /* failed logins before the session ends */
         int fail_report_fd;              /* tells the listener of each failed login */
+        int xferlog_fd;                  /* --xferlog, opened by the listener; -1: none */
+        uint16_t pasv_lo, pasv_hi;       /* --pasv-ports; 0: any port */
+        struct ds_ftp_addr pasv_addr;    /* --pasv-address, IPv4; len 0: our own */
         atomic_bool *stop;               /* SIGTERM / SIGINT */
         /* Transfer buffers of all sessions together (--max-mem): each takes its share
          * before a transfer and gives it back after, in its own slot, which the listener
@@ -58,6 +62,7 @@ struct session {
         char user[XFTPD_USER_NAME_MAX + 1];
         bool user_given, logged_in, anonymous;
         unsigned fails;
+        const char *verb; /* the command being served, for the log */
         char cwd[DS_STORE_PATH_MAX];
         char rename_from[DS_STORE_PATH_MAX];
         bool rename_pending;

@@ -44,8 +44,11 @@ void xfer_reset(struct session *s)
 static struct ds_data_opts data_opts(struct session *s, atomic_bool *stop)
 {
         size_t buf = s->config->block < (64u << 20) ? s->config->block : (64u << 20);
-        return (struct ds_data_opts){
-            .sockbuf = (int)buf, .timeout_ms = s->config->data_ms, .stop = stop};
+        return (struct ds_data_opts){.sockbuf = (int)buf,
+                                     .timeout_ms = s->config->data_ms,
+                                     .stop = stop,
+                                     .port_lo = s->config->pasv_lo,
+                                     .port_hi = s->config->pasv_hi};
 }
 
 void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
@@ -75,16 +78,25 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
         }
         forget_data(s);
         struct ds_data_opts opts = data_opts(s, s->config->stop);
-        s->pasv_fd = ds_data_listen(&s->local, &opts, &err);
-        if (s->pasv_fd < 0 || ds_ftp_addr_local(s->pasv_fd, &bound) < 0) {
+        int fd = ds_data_listen(&s->local, &opts, &err);
+        s->pasv_fd = fd;
+        if (fd < 0 || ds_ftp_addr_local(fd, &bound) < 0) {
                 forget_data(s);
-                session_reply(s, "425 Cannot open a passive port.");
+                session_reply(s, "425 Cannot open a passive port%s.",
+                              fd == -EADDRINUSE ? ": all in use, try later" : "");
                 return;
         }
         if (extended) {
                 ds_ftp_format_epsv(ds_ftp_addr_port(&bound), text, sizeof(text));
                 session_reply(s, "229 Entering Extended Passive Mode %s", text);
         } else {
+                /* Behind NAT the address clients reach (--pasv-address) is not ours. EPSV
+                 * names no address (RFC 2428): the client uses the control connection's. */
+                if (s->config->pasv_addr.len) {
+                        uint16_t port = ds_ftp_addr_port(&bound);
+                        bound = s->config->pasv_addr;
+                        ds_ftp_addr_set_port(&bound, port);
+                }
                 ds_ftp_format_port(&bound, text, sizeof(text));
                 session_reply(s, "227 Entering Passive Mode (%s).", text);
         }
@@ -135,10 +147,9 @@ static void log_refused(struct session *s, const struct ds_data_refused *refused
         char from[DS_FTP_ADDR_TEXT];
 
         ds_ftp_addr_text(&refused->first, from, sizeof(from));
-        fprintf(stderr,
-                "xftpd: %s %s refused %u data connection%s from another host (first %s)%s\n",
-                s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
-                s->anonymous ? "" : "; --fxp allows them");
+        xftpd_log(LOG_WARNING, "%s %s refused %u data connection%s from another host (first %s)%s",
+                  s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
+                  s->anonymous ? "" : "; --fxp allows them");
 }
 
 /* Opens the n data connections of the next transfer. Replies 425 and returns a negative
@@ -295,13 +306,24 @@ static void reply_done(struct session *s, const char *text)
                 session_reply(s, "226 ABOR: the transfer had ended.");
 }
 
+/* One line in the server's log and one in the transfer log (--xferlog); whole says
+ * whether the file went through complete (xferlog's c, else i). */
 static void log_transfer(struct session *s, const char *verb, const char *path,
-                         const struct ds_xfer_result *result, const char *outcome)
+                         const struct ds_xfer_result *result, bool whole, const char *outcome)
 {
-        fprintf(stderr, "xftpd: %s %s %s /%s %llu bytes %.3f s %.2f MB/s %u stream%s %s\n", s->user,
-                s->peer_text, verb, path, (unsigned long long)result->bytes, result->seconds,
-                result->mb_per_s, s->mode == 'E' ? s->streams : 1,
-                s->mode == 'E' && s->streams > 1 ? "s" : "", outcome);
+        xftpd_log(LOG_INFO, "%s %s %s /%s %llu bytes %.3f s %.2f MB/s %u stream%s %s", s->user,
+                  s->peer_text, verb, path, (unsigned long long)result->bytes, result->seconds,
+                  result->mb_per_s, s->mode == 'E' ? s->streams : 1,
+                  s->mode == 'E' && s->streams > 1 ? "s" : "", outcome);
+        xftpd_xferlog_write(s->config->xferlog_fd,
+                            &(struct xftpd_xfer_record){.host = s->peer_text,
+                                                        .path = path,
+                                                        .user = s->user,
+                                                        .bytes = result->bytes,
+                                                        .seconds = result->seconds,
+                                                        .upload = verb[0] != 'R',
+                                                        .anonymous = s->anonymous,
+                                                        .complete = whole});
 }
 
 /* What RETR and STOR share: the data connections, the watcher, the pipeline. */
@@ -434,7 +456,7 @@ void xfer_cmd_retr(struct session *s, const char *arg)
         }
         rc = run_job(s, &job);
         if (job.connected)
-                log_transfer(s, "RETR", path, &job.result, rc == 0 ? "ok" : "cut");
+                log_transfer(s, "RETR", path, &job.result, rc == 0, rc == 0 ? "ok" : "cut");
         if (rc == 0)
                 reply_done(s, "Transfer complete.");
         else if (job.connected)
@@ -500,7 +522,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
         int commit_rc = whole ? ds_store_commit(job.file) : 0;
         rc = rc == 0 ? commit_rc : rc;
         if (job.connected)
-                log_transfer(s, append ? "APPE" : "STOR", path, &job.result,
+                log_transfer(s, append ? "APPE" : "STOR", path, &job.result, whole && rc == 0,
                              whole && rc == 0 ? "ok" : "kept partial");
         bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
         if (whole && rc == 0)
