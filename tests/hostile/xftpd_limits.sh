@@ -316,6 +316,47 @@ print('ok the session already open got the share back')
 PY
 	pass "a session killed with -9 is reaped, and its budget back, without a new connection"
 fi
+
+# Replies that name the limit an upload met: a MODE E block far past what the file system
+# takes, with no ALLO, is not "more than announced"; ALLO with more data names its size.
+stop_xftpd
+start_xftpd "$port"
+put_file ten.bin 10
+python3 - "$port" "$raw_dir" "$user" "$pass" <<'PY' || fail "replies to uploads past a limit"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password = int(sys.argv[1]), sys.argv[3], sys.argv[4]
+c = Ctl(port)
+c.login(user, password)
+c.expect(200, 'TYPE I')
+
+def put_far(name):
+    c.expect(200, 'MODE E')
+    conns = c.data('STOR ' + name)
+    assert not isinstance(conns, int), conns
+    far = 1 << 62
+    conns[0].sendall(bytes([0]) + (10).to_bytes(8, 'big') + far.to_bytes(8, 'big') + b'Z' * 10)
+    conns[0].sendall(bytes([0x48]) + (0).to_bytes(8, 'big') + (1).to_bytes(8, 'big'))
+    conns[0].close()
+    got = c.reply()
+    c.expect(200, 'MODE S')
+    return got
+
+code, text = put_far('far.bin')
+assert code == 552 and 'announced' not in text and 'largest file' in text, text
+print('ok a far block with no ALLO:', text)
+c.expect(200, 'ALLO 10')
+conns = c.data('STOR over.bin')
+conns[0].sendall(b'x' * 20)
+conns[0].close()
+code, text = c.reply()
+assert code == 552 and 'the 10 bytes announced' in text, text
+print('ok ALLO 10 and 20 bytes:', text)
+code, got = c.pasv_get('RETR ten.bin')
+assert code == 226 and len(got) == 10, (code, len(got))
+PY
+pass "uploads past a limit are answered with that limit: the file system's, ALLO's"
 stop_xftpd
 log_clean
 echo "all $checks checks passed"

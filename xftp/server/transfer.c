@@ -277,8 +277,17 @@ static void reply_cut(struct session *s, int rc, const char *why)
                 session_reply(s, "226 ABOR done.");
         } else if (rc == -ENOSPC || rc == -EDQUOT) {
                 session_reply(s, "452 Insufficient storage space; the partial file is removed.");
+        } else if (rc == -EFBIG && s->allocate) {
+                session_reply(s,
+                              "552 More data than the %llu bytes announced; the partial file is "
+                              "removed.",
+                              (unsigned long long)s->allocate);
         } else if (rc == -EFBIG) {
-                session_reply(s, "552 More data than announced; the partial file is removed.");
+                /* No ALLO: the limit is the file system's largest file, as the write says. */
+                session_reply(s,
+                              "552 Beyond the largest file this store takes (%s); the partial "
+                              "file is removed.",
+                              why);
         } else if (atomic_load(s->config->stop)) {
                 session_reply(s, "426 Server shutting down.");
         } else {
