@@ -318,7 +318,8 @@ PY
 fi
 
 # Replies that name the limit an upload met: a MODE E block far past what the file system
-# takes, with no ALLO, is not "more than announced"; ALLO with more data names its size.
+# takes, with no ALLO, is not "more than announced"; ALLO with more data names its size;
+# an APPE that would start past what ALLO announced is refused before any data.
 stop_xftpd
 start_xftpd "$port"
 put_file ten.bin 10
@@ -353,6 +354,10 @@ conns[0].close()
 code, text = c.reply()
 assert code == 552 and 'the 10 bytes announced' in text, text
 print('ok ALLO 10 and 20 bytes:', text)
+c.expect(200, 'ALLO 4')
+conns = c.data('APPE ten.bin')
+assert conns == 552, 'APPE onto 10 bytes after ALLO 4: %r' % conns
+print('ok ALLO 4 and APPE onto 10 bytes: refused before any data')
 code, got = c.pasv_get('RETR ten.bin')
 assert code == 226 and len(got) == 10, (code, len(got))
 PY

@@ -479,8 +479,19 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
                 return rc;
         job->upload = true;
         job->opts.offset = ds_store_upload_start(job->file);
+        /* ALLO gives the file's size when done; a start past it could never reach it. */
+        if (s->allocate && s->allocate < job->opts.offset) {
+                session_reply(s,
+                              "552 The upload would start at byte %llu, past the %llu bytes "
+                              "ALLO announced.",
+                              (unsigned long long)job->opts.offset,
+                              (unsigned long long)s->allocate);
+                /* An APPE's copy of the file goes; a partial that REST named stays. */
+                ds_store_file_close(job->file, !append);
+                return -EFBIG;
+        }
         job->opts.length = UINT64_MAX;
-        job->opts.limit = s->allocate && s->allocate > job->opts.offset ? s->allocate : UINT64_MAX;
+        job->opts.limit = s->allocate ? s->allocate : UINT64_MAX;
         job->opts.on_prefix = on_prefix;
         job->opts.prefix_ctx = job->file;
         return 0;
