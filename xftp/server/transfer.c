@@ -529,11 +529,12 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
                  !atomic_load(&s->ctl_gone))
-                session_reply(s,
-                              "451 Upload incomplete: %llu bytes of %llu announced; kept for "
-                              "REST.",
+                session_reply(s, "451 Upload incomplete: %llu bytes of %llu announced; %s.",
                               (unsigned long long)(job.opts.offset + job.result.bytes),
-                              (unsigned long long)s->allocate);
+                              (unsigned long long)s->allocate,
+                              ds_store_width(s->config->store) > 1
+                                  ? "discarded (a striped store keeps no partial upload)"
+                                  : "kept for REST");
         else if (job.connected || full)
                 reply_cut(s, rc, job.err.text);
         /* Kept for REST unless the disk is full or the data overran what was announced. */
