@@ -136,6 +136,13 @@ ftp_cmds "$port" "LIST" >/dev/null
 [ "$(tmps sub)" -eq 3 ] || fail "a listing of / swept sub"
 pass "the next listing of a directory removes a killed upload's members"
 
+upload "$port" s2.bin kill
+[ "$(tmps .)" -eq 3 ] || fail "no temporary members of s2.bin: $(ls -a "$work/d0")"
+ftp_cmds "$port" "DELE s2.bin" >"$work/out"
+grep -q '^DELE s2.bin -> 250' "$work/out" || fail "DELE of a killed upload's name: $(cat "$work/out")"
+[ "$(tmps .)" -eq 0 ] || fail "members of s2.bin left: $(ls -a "$work/d0")"
+pass "DELE removes a killed upload's members of its name and answers 250, as on a plain store"
+
 python3 - "$port" "$user" "$pass" <<'PY' || fail "an upload short of ALLO on a striped store"
 import ftplib, io, sys
 ftp = ftplib.FTP()

@@ -151,8 +151,9 @@ int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *n
 
 /* Removes every member of NAME that carries a stripe header (damaged ones too), member 0
  * first: that is the commit point, so a removal cut short leaves no file that reads, and
- * running it again removes the rest. Files without a stripe header and non-regular files
- * are left alone. Returns how many were removed, -ENOENT if none. */
+ * running it again removes the rest. Temporary members of a put cut short that no running
+ * put holds go too. Files without a stripe header and non-regular files are left alone.
+ * Returns how many entries were removed or put in place, -ENOENT if none. */
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                      struct ds_error *err);
 
