@@ -107,11 +107,12 @@ int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *n
 static int unlink_members(const char *const *dirs, unsigned ndirs, const char *name,
                           struct ds_error *err)
 {
-        int removed = 0, rc;
+        int removed = 0, swept, rc;
 
-        /* Committed members still under temporary names first, so none outlives member 0. */
-        if ((rc = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
-                return rc;
+        /* Committed members still under temporary names first, so none outlives member 0;
+         * a put cut short leaves members no one holds, which go with the name. */
+        if ((swept = stripe_sweep(dirs, ndirs, name, NULL, NULL, err)) < 0)
+                return swept;
         for (unsigned i = 0; i < ndirs; i++) {
                 char *path = stripe_join(dirs[i], "", name);
                 if (!path)
@@ -131,10 +132,10 @@ static int unlink_members(const char *const *dirs, unsigned ndirs, const char *n
                 }
                 free(path);
         }
-        if (removed == 0)
+        if (removed == 0 && swept == 0)
                 return stripe_reject(err, -ENOENT, "no striped file '%s' in these directories",
                                      name);
-        return removed;
+        return removed + swept;
 }
 
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,

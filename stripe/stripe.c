@@ -447,12 +447,33 @@ static int open_member(struct ds_stripe *stripe, unsigned i, const char *dir, co
         return open_direct(m, m->tmp_path ? m->tmp_path : m->path, oflags, err);
 }
 
-int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
-                 const struct ds_stripe_options *options, struct ds_error *err)
+/* Opens the members of name under a lock the caller holds (or none, see stripe_probe). */
+static int probe_members(struct ds_stripe *stripe, const char *const *dirs, unsigned ndirs,
+                         const char *name, struct ds_error *err)
+{
+        unsigned missing = 0;
+        int rc;
+
+        for (unsigned i = 0; i < ndirs; i++) {
+                char *path = stripe_join(dirs[i], "", name);
+                if (path && access(path, F_OK) != 0 && errno == ENOENT)
+                        missing++;
+                free(path);
+        }
+        if (missing == ndirs)
+                return stripe_reject(err, -ENOENT, "no striped file '%s' in these directories",
+                                     name);
+        for (unsigned i = 0; i < ndirs; i++)
+                if ((rc = open_member(stripe, i, dirs[i], name, err)) != 0)
+                        return rc;
+        return 0;
+}
+
+static int probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
+                 const struct ds_stripe_options *options, bool lock_held, struct ds_error *err)
 {
         struct ds_stripe *stripe;
-        unsigned missing = 0;
-        int lock, rc;
+        int lock = -1, rc;
 
         if ((rc = stripe_new(&stripe, dirs, ndirs, name, options, err)) != 0)
                 return rc;
@@ -460,31 +481,33 @@ int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs
         /* Every member opened under one lock belongs to one commit; a writer may rename
          * members into place, so it takes the lock as a commit does. A directory this user
          * may not read cannot be locked: it is opened as before, unguarded. */
-        lock = stripe_lock(dirs[0], stripe->writable ? LOCK_EX : LOCK_SH, err);
-        if (lock < 0 && lock != -EACCES) {
+        if (!lock_held &&
+            (lock = stripe_lock(dirs[0], stripe->writable ? LOCK_EX : LOCK_SH, err)) < 0 &&
+            lock != -EACCES) {
                 stripe_free(stripe);
                 return lock;
         }
-        for (unsigned i = 0; i < ndirs; i++) {
-                char *path = stripe_join(dirs[i], "", name);
-                if (path && access(path, F_OK) != 0 && errno == ENOENT)
-                        missing++;
-                free(path);
-        }
-        if (missing == ndirs) {
-                rc = stripe_reject(err, -ENOENT, "no striped file '%s' in these directories", name);
-                goto fail;
-        }
-        for (unsigned i = 0; i < ndirs; i++)
-                if ((rc = open_member(stripe, i, dirs[i], name, err)) != 0)
-                        goto fail;
+        rc = probe_members(stripe, dirs, ndirs, name, err);
         stripe_unlock(lock);
+        if (rc != 0) {
+                stripe_free(stripe);
+                return rc;
+        }
         *out = stripe;
         return 0;
-fail:
-        stripe_unlock(lock);
-        stripe_free(stripe);
-        return rc;
+}
+
+int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
+                 const struct ds_stripe_options *options, struct ds_error *err)
+{
+        return probe(out, dirs, ndirs, name, options, false, err);
+}
+
+int stripe_probe_held(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
+                      const char *name, const struct ds_stripe_options *options,
+                      struct ds_error *err)
+{
+        return probe(out, dirs, ndirs, name, options, true, err);
 }
 
 int ds_stripe_open(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,

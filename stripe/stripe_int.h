@@ -142,6 +142,10 @@ int stripe_write_headers(struct ds_stripe *stripe, struct ds_error *err);
 /* Opens the members of NAME and checks them; the engine is not started. */
 int stripe_probe(struct ds_stripe **out, const char *const *dirs, unsigned ndirs, const char *name,
                  const struct ds_stripe_options *options, struct ds_error *err);
+/* The same for a caller that holds stripe_lock(dirs[0]) already. */
+int stripe_probe_held(struct ds_stripe **out, const char *const *dirs, unsigned ndirs,
+                      const char *name, const struct ds_stripe_options *options,
+                      struct ds_error *err);
 void stripe_free(struct ds_stripe *stripe);
 
 /* scan.c */

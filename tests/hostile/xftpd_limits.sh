@@ -8,7 +8,7 @@ raw_dir=$DS_SRC/tests/integration
 idle_s=2
 
 # sessions_of PID: how many session processes the listener PID has running (an ended
-# one stays a zombie until the next accept reaps it).
+# one is a zombie until the listener's next wakeup reaps it).
 sessions_of() {
 	ps --ppid "$1" -o stat= | grep -vc '^Z' || true
 }
@@ -266,7 +266,102 @@ assert not isinstance(conns, int), 'after kill -9 of the holder: %r' % conns
 print('ok after kill -9 of the holder, its share came back')
 PY
 	pass "a session killed with -9 gives its budget back when reaped"
+
+	# The same with no new connection after the kill: the listener reaps the dead session
+	# by itself within a second or two, and the session already waiting gets the share.
+	python3 - "$port" "$raw_dir" "$user" "$pass" "$xftpd_pid" <<'PY' || fail "kill -9 and the budget, no new connection"
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password, listener = int(sys.argv[1]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+
+def children():
+    return set(os.popen('pgrep -P %d' % listener).read().split())
+
+def zombies():
+    out = []
+    for p in children():
+        try:
+            if open('/proc/%s/stat' % p).read().split(') ')[1][0] == 'Z':
+                out.append(p)
+        except OSError:
+            pass
+    return out
+
+def session():
+    c = Ctl(port)
+    c.login(user, password)
+    for cmd in ('TYPE I', 'MODE E', 'OPTS RETR Parallelism=16'):
+        c.expect(200, cmd)
+    return c
+
+time.sleep(1)  # the sessions of the case before are reaped
+before = children()
+first = session()
+holder = children() - before
+assert len(holder) == 1, 'cannot tell the holder from %s' % holder
+conns = first.data('RETR huge', streams=16)
+assert not isinstance(conns, int), conns
+second = session()
+assert second.data('RETR huge', streams=16) == 451, 'the budget held a second transfer'
+killed = time.time()
+os.kill(int(holder.pop()), signal.SIGKILL)
+while time.time() - killed < 2 and (zombies() or len(children()) > 1):
+    time.sleep(0.05)
+assert not zombies(), 'the killed session is still a zombie %.1f s after its kill' % (time.time() - killed)
+print('ok reaped %.2f s after the kill, with no new connection' % (time.time() - killed))
+conns = second.data('RETR huge', streams=16)
+assert not isinstance(conns, int), 'the waiting session after the kill: %r' % conns
+print('ok the session already open got the share back')
+PY
+	pass "a session killed with -9 is reaped, and its budget back, without a new connection"
 fi
+
+# Replies that name the limit an upload met: a MODE E block far past what the file system
+# takes, with no ALLO, is not "more than announced"; ALLO with more data names its size;
+# an APPE that would start past what ALLO announced is refused before any data.
+stop_xftpd
+start_xftpd "$port"
+put_file ten.bin 10
+python3 - "$port" "$raw_dir" "$user" "$pass" <<'PY' || fail "replies to uploads past a limit"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password = int(sys.argv[1]), sys.argv[3], sys.argv[4]
+c = Ctl(port)
+c.login(user, password)
+c.expect(200, 'TYPE I')
+
+def put_far(name):
+    c.expect(200, 'MODE E')
+    conns = c.data('STOR ' + name)
+    assert not isinstance(conns, int), conns
+    far = 1 << 62
+    conns[0].sendall(bytes([0]) + (10).to_bytes(8, 'big') + far.to_bytes(8, 'big') + b'Z' * 10)
+    conns[0].sendall(bytes([0x48]) + (0).to_bytes(8, 'big') + (1).to_bytes(8, 'big'))
+    conns[0].close()
+    got = c.reply()
+    c.expect(200, 'MODE S')
+    return got
+
+code, text = put_far('far.bin')
+assert code == 552 and 'announced' not in text and 'largest file' in text, text
+print('ok a far block with no ALLO:', text)
+c.expect(200, 'ALLO 10')
+conns = c.data('STOR over.bin')
+conns[0].sendall(b'x' * 20)
+conns[0].close()
+code, text = c.reply()
+assert code == 552 and 'the 10 bytes announced' in text, text
+print('ok ALLO 10 and 20 bytes:', text)
+c.expect(200, 'ALLO 4')
+conns = c.data('APPE ten.bin')
+assert conns == 552, 'APPE onto 10 bytes after ALLO 4: %r' % conns
+print('ok ALLO 4 and APPE onto 10 bytes: refused before any data')
+code, got = c.pasv_get('RETR ten.bin')
+assert code == 226 and len(got) == 10, (code, len(got))
+PY
+pass "uploads past a limit are answered with that limit: the file system's, ALLO's"
 stop_xftpd
 log_clean
 echo "all $checks checks passed"

@@ -136,6 +136,30 @@ ftp_cmds "$port" "LIST" >/dev/null
 [ "$(tmps sub)" -eq 3 ] || fail "a listing of / swept sub"
 pass "the next listing of a directory removes a killed upload's members"
 
+upload "$port" s2.bin kill
+[ "$(tmps .)" -eq 3 ] || fail "no temporary members of s2.bin: $(ls -a "$work/d0")"
+ftp_cmds "$port" "DELE s2.bin" >"$work/out"
+grep -q '^DELE s2.bin -> 250' "$work/out" || fail "DELE of a killed upload's name: $(cat "$work/out")"
+[ "$(tmps .)" -eq 0 ] || fail "members of s2.bin left: $(ls -a "$work/d0")"
+pass "DELE removes a killed upload's members of its name and answers 250, as on a plain store"
+
+python3 - "$port" "$user" "$pass" <<'PY' || fail "an upload short of ALLO on a striped store"
+import ftplib, io, sys
+ftp = ftplib.FTP()
+ftp.connect('127.0.0.1', int(sys.argv[1]), timeout=30)
+ftp.login(sys.argv[2], sys.argv[3])
+ftp.voidcmd('TYPE I')
+ftp.voidcmd('ALLO 10')
+try:
+    reply = ftp.storbinary('STOR short.bin', io.BytesIO(b'y' * 5))
+except ftplib.error_temp as e:
+    reply = str(e)
+assert reply.startswith('451') and 'discarded' in reply and 'REST' not in reply, reply
+assert 'short.bin' not in ftp.nlst(), 'short.bin was kept'
+print('ok', reply)
+PY
+pass "an upload short of its ALLO on a striped store says it is discarded"
+
 ftp_cmds "$port" "RMD gone" >"$work/out"
 grep -q '^RMD gone -> 250' "$work/out" || fail "RMD past a killed upload's members: $(cat "$work/out")"
 pass "RMD removes a directory whose only entries are a killed upload's members"

@@ -1,6 +1,8 @@
 # Commits into a striped store (--root d0,d1,d2) are one act per name: two uploads of one
 # name at once leave one of them whole; a RETR racing overwrites gets a whole old or new
-# file, never an error. XFTPD_RACE_READS sets how many RETRs race (300 by default).
+# file, never an error; RNTO finishes a commit a kill cut short, and a kill during RNTO
+# leaves the old or the new name whole. XFTPD_RACE_READS sets how many RETRs race (300 by
+# default).
 source "$(dirname "$0")/xftpd_lib.sh"
 make_store
 dirs="$work/d0,$work/d1,$work/d2"
@@ -116,4 +118,120 @@ print('%d reads, each whole' % reads)
 PY
 "$stripe" verify --data "$dirs" race.bin >/dev/null 2>&1 || fail "race.bin does not verify after the race"
 pass "$reads RETRs racing overwrites (STOR, RNTO) from two sessions: each a whole version"
+
+# A kill -9 between a commit's member 0 rename and the others' leaves the file committed,
+# members 1 and 2 still under temporary names (made here by hand, as the kill leaves them).
+# RNTO of that name, within its directory and into another, must carry the whole new file.
+python3 - "$port" "$user" "$pass" "$stripe" "$work" <<'PY' || fail "RNTO of a file whose commit a kill cut short"
+import ftplib, io, os, re, subprocess, sys
+port, user, password, stripe, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+roots = ['%s/d%d' % (work, i) for i in range(3)]
+ftp = ftplib.FTP()
+ftp.connect('127.0.0.1', port, timeout=30)
+ftp.login(user, password)
+ftp.voidcmd('TYPE I')
+ftp.mkd('other')
+old, new = b'1' * 3000100, b'2' * 3000100
+for target in ('moved.bin', 'other/moved.bin'):
+    ftp.storbinary('STOR half.bin', io.BytesIO(old))
+    ftp.storbinary('STOR half.new', io.BytesIO(new))
+    st = subprocess.run([stripe, 'stat', ','.join(roots), 'half.new'], capture_output=True, text=True).stdout
+    set_id = re.search(r'set id\s+([0-9a-f]+)', st).group(1)
+    os.rename(roots[0] + '/half.new', roots[0] + '/half.bin')  # the commit point
+    for r in roots[1:]:
+        os.rename(r + '/half.new', '%s/.dstmp.%s.half.bin' % (r, set_id))
+    got = io.BytesIO()
+    ftp.retrbinary('RETR half.bin', got.write)
+    assert got.getvalue() == new, 'the committed file does not read before RNTO'
+    ftp.rename('half.bin', target)
+    ftp.nlst(os.path.dirname(target) or '.')  # a listing sweeps leftovers
+    got = io.BytesIO()
+    ftp.retrbinary('RETR ' + target, got.write)
+    assert got.getvalue() == new, 'RETR %s: %d bytes, not the committed file' % (target, len(got.getvalue()))
+    dirs = ','.join(os.path.join(r, os.path.dirname(target)) for r in roots)
+    v = subprocess.run([stripe, 'verify', '--data', dirs, os.path.basename(target)], capture_output=True, text=True)
+    assert v.returncode == 0, 'stripe verify %s: %s' % (target, v.stderr.strip())
+    left = [f for r in roots for f in os.listdir(r) if f.startswith('.dstmp.')]
+    assert not left, 'temporary members left: %s' % left
+print('RNTO carried the committed file, within and across directories')
+PY
+pass "RNTO of a file whose commit a kill -9 cut short carries the committed file (same and other directory)"
+
+# kill -9 of a session in the middle of RNTO onto an existing name, 16 members wide, within
+# the directory and into another: the kill lands before the commit (a link of the new name
+# seen) or just after it (member 0 renamed), alternately. Either way one name reads whole,
+# the other is whole or hidden, and the existing name is never left damaged.
+wide=""
+for i in $(seq 0 15); do
+	mkdir "$work/w$i"
+	[ "$(id -u)" -ne 0 ] || chown nobody "$work/w$i"
+	wide="$wide${wide:+,}$work/w$i"
+done
+wport=16482
+"$xftpd" -p "$wport" --root "$wide" --users "$work/users" "${run_as[@]}" 2>>"$work/xftpd.log" &
+wide_pid=$!
+wait_listening "$wport"
+python3 - "$wport" "$user" "$pass" "$wide_pid" "$work" <<'PY' || fail "kill -9 during RNTO"
+import ftplib, glob, io, os, signal, subprocess, sys, time
+port, user, password, server, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+roots = ['%s/w%d' % (work, i) for i in range(16)]
+def children():
+    out = subprocess.run(['pgrep', '-P', server], capture_output=True, text=True).stdout
+    return set(out.split())
+def session():
+    ftp = ftplib.FTP()
+    ftp.connect('127.0.0.1', port, timeout=30)
+    ftp.login(user, password)
+    ftp.voidcmd('TYPE I')
+    return ftp
+def read(ftp, name):
+    got = io.BytesIO()
+    try:
+        ftp.retrbinary('RETR ' + name, got.write)
+    except ftplib.error_perm:
+        return None
+    return got.getvalue()
+main = session()
+main.mkd('sub')
+a_body, b_body = bytes(range(256)) * 1200, b'b' * 250000
+killed = {'before': 0, 'after': 0}
+for rnd in range(20):
+    b = 'b' if rnd < 10 else 'sub/b'
+    main.storbinary('STOR a', io.BytesIO(a_body))
+    main.storbinary('STOR ' + b, io.BytesIO(b_body))
+    ino0 = os.stat(roots[0] + '/' + b).st_ino
+    before = children()
+    ftp = session()
+    mine = children() - before
+    assert len(mine) == 1, 'cannot tell this session from %s' % mine
+    pid = int(mine.pop())
+    ftp.sendcmd('RNFR a')
+    ftp.sock.sendall(b'RNTO %s\r\n' % b.encode())
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if rnd % 2 == 0 and any(glob.glob('%s/%s/.dstmp.*.b' % (r, os.path.dirname(b) or '.')) for r in roots[1:]):
+            break
+        if rnd % 2 == 1 and os.stat(roots[0] + '/' + b).st_ino != ino0:
+            break
+    os.kill(pid, signal.SIGKILL)
+    ftp.sock.close()
+    time.sleep(0.2)
+    got_b, got_a = read(main, b), read(main, 'a')
+    assert got_b in (a_body, b_body), 'round %d: RETR %s gave %s' % (rnd, b, None if got_b is None else len(got_b))
+    if got_b == b_body:
+        assert got_a == a_body, 'round %d: %s kept its old file and a is gone' % (rnd, b)
+    killed['after' if got_b == a_body else 'before'] += 1
+    names = [n for n in main.nlst() if n != 'sub'] + ['sub/' + os.path.basename(n) for n in main.nlst('sub')]
+    for name in names:
+        assert read(main, name) in (a_body, b_body), 'round %d: %s is listed but does not read whole' % (rnd, name)
+    for name in ('a', b):
+        try:
+            main.delete(name)
+        except ftplib.error_perm:
+            pass
+print('20 kills during RNTO, 10 into another directory (%d before the commit, %d after): one name whole each time' % (killed['before'], killed['after']))
+PY
+pass "kill -9 during RNTO onto an existing name, here or in another directory: the old or the new name whole, never damaged"
+kill "$wide_pid"
+wait "$wide_pid" 2>/dev/null || true
 log_clean

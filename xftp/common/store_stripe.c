@@ -290,7 +290,8 @@ static int sunlink(struct ds_store *store, const char *path)
 
 /* The commit locks of both directories (one when they are the same), exclusive, taken in
  * inode order so that two renames the opposite way round cannot each hold one. */
-static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst, int locks[2])
+static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst, int locks[2],
+                     bool *same_dir)
 {
         const struct stripe_dir *order[2] = {src, dst};
         struct stat a, b;
@@ -299,6 +300,7 @@ static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst,
         if (fstat(src->fds[0], &a) < 0 || fstat(dst->fds[0], &b) < 0)
                 return -errno;
         bool same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+        *same_dir = same;
         if (!same && (a.st_dev > b.st_dev || (a.st_dev == b.st_dev && a.st_ino > b.st_ino))) {
                 order[0] = dst;
                 order[1] = src;
@@ -309,12 +311,31 @@ static int lock_pair(const struct stripe_dir *src, const struct stripe_dir *dst,
         return 0;
 }
 
+/* A directory is renamed under every root, one by one; a failure part-way is undone. */
+static int rename_dir(struct stripe_dir *src, const char *from_leaf, struct stripe_dir *dst,
+                      const char *to_leaf)
+{
+        unsigned done = 0;
+        int rc = 0;
+
+        while (rc == 0 && done < src->n) {
+                rc = renameat(src->fds[done], from_leaf, dst->fds[done], to_leaf) < 0 ? -errno : 0;
+                done += rc == 0;
+        }
+        while (rc < 0 && done > 0) {
+                done--;
+                renameat(dst->fds[done], to_leaf, src->fds[done], from_leaf);
+        }
+        return rc;
+}
+
 static int srename(struct ds_store *store, const char *from, const char *to)
 {
         struct stripe_dir src, dst;
         const char *from_leaf, *to_leaf;
         struct stat sb;
         int locks[2] = {-1, -1};
+        bool same_dir = false;
         int rc = parent_open(store, from, &src, &from_leaf);
         if (rc < 0)
                 return rc;
@@ -323,21 +344,23 @@ static int srename(struct ds_store *store, const char *from, const char *to)
                 dir_close(&src);
                 return rc;
         }
-        /* Readers and commits of either name see all of the member renames or none. */
-        rc = lock_pair(&src, &dst, locks);
-        if (rc == 0 && fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISDIR(sb.st_mode))
+        /* Readers and commits of either name see the rename whole or not at all. */
+        rc = lock_pair(&src, &dst, locks, &same_dir);
+        bool exists = rc == 0 && fstatat(src.fds[0], from_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        bool is_dir = exists && S_ISDIR(sb.st_mode);
+        if (rc == 0 && same_dir && strcmp(from_leaf, to_leaf) == 0)
+                rc = exists ? 0 : -ENOENT; /* onto itself: nothing to do, as rename(2) */
+        else if (rc == 0 && is_dir)
+                rc = rename_dir(&src, from_leaf, &dst, to_leaf);
+        else if (rc == 0 && fstatat(dst.fds[0], to_leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISDIR(sb.st_mode))
                 rc = -EEXIST;
-        /* Member by member: each rename is atomic, and a failure part-way is undone. */
-        unsigned done = 0;
-        while (rc == 0 && done < src.n) {
-                rc = renameat(src.fds[done], from_leaf, dst.fds[done], to_leaf) < 0 ? -errno : 0;
-                done += rc == 0;
-        }
-        while (rc < 0 && done > 0) {
-                done--;
-                renameat(dst.fds[done], to_leaf, src.fds[done], from_leaf);
-        }
+        /* A file through the engine: with a put's commit point (member 0), so a kill at any
+         * instant leaves the old or the new name whole, after it has finished a commit of
+         * either name that a kill cut short. */
+        else if (rc == 0)
+                rc = ds_stripe_rename_held(src.dirs, from_leaf, dst.dirs, to_leaf, src.n, true,
+                                           NULL);
         ds_stripe_unlock(locks[0]);
         ds_stripe_unlock(locks[1]);
         dir_close(&src);

@@ -413,6 +413,9 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
         while (!ds_stopping()) {
                 /* Short waits: failed logins that sessions report are counted within one. */
                 int ready = ds_poll_one(listen_fd, POLLIN, DS_STOP_SLICE_MS);
+                /* Sessions that ended leave the table at every wakeup, so a killed one's
+                 * share of the budget comes back and no zombie waits for the next client. */
+                guard_sessions_reap(&table);
                 if (throttle_collect(throttle, ds_now_ns()) > 0)
                         tell_banned(&table, throttle);
                 if (ready == 0)
@@ -430,8 +433,6 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
                         break;
                 }
                 ds_accept_ok(&shortage);
-                /* Sessions that ended while accept waited leave the table first. */
-                guard_sessions_reap(&table);
                 start_session(listen_fd, fd, &table, throttle, config);
         }
         guard_sessions_end(&table, 5000);

@@ -288,8 +288,17 @@ static void reply_cut(struct session *s, int rc, const char *why)
                 session_reply(s, "226 ABOR done.");
         } else if (rc == -ENOSPC || rc == -EDQUOT) {
                 session_reply(s, "452 Insufficient storage space; the partial file is removed.");
+        } else if (rc == -EFBIG && s->allocate) {
+                session_reply(s,
+                              "552 More data than the %llu bytes announced; the partial file is "
+                              "removed.",
+                              (unsigned long long)s->allocate);
         } else if (rc == -EFBIG) {
-                session_reply(s, "552 More data than announced; the partial file is removed.");
+                /* No ALLO: the limit is the file system's largest file, as the write says. */
+                session_reply(s,
+                              "552 Beyond the largest file this store takes (%s); the partial "
+                              "file is removed.",
+                              why);
         } else if (atomic_load(s->config->stop)) {
                 session_reply(s, "426 Server shutting down.");
         } else {
@@ -492,8 +501,19 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
                 return rc;
         job->upload = true;
         job->opts.offset = ds_store_upload_start(job->file);
+        /* ALLO gives the file's size when done; a start past it could never reach it. */
+        if (s->allocate && s->allocate < job->opts.offset) {
+                session_reply(s,
+                              "552 The upload would start at byte %llu, past the %llu bytes "
+                              "ALLO announced.",
+                              (unsigned long long)job->opts.offset,
+                              (unsigned long long)s->allocate);
+                /* An APPE's copy of the file goes; a partial that REST named stays. */
+                ds_store_file_close(job->file, !append);
+                return -EFBIG;
+        }
         job->opts.length = UINT64_MAX;
-        job->opts.limit = s->allocate && s->allocate > job->opts.offset ? s->allocate : UINT64_MAX;
+        job->opts.limit = s->allocate ? s->allocate : UINT64_MAX;
         job->opts.on_prefix = on_prefix;
         job->opts.prefix_ctx = job->file;
         return 0;
@@ -531,11 +551,12 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
                  !atomic_load(&s->ctl_gone))
-                session_reply(s,
-                              "451 Upload incomplete: %llu bytes of %llu announced; kept for "
-                              "REST.",
+                session_reply(s, "451 Upload incomplete: %llu bytes of %llu announced; %s.",
                               (unsigned long long)(job.opts.offset + job.result.bytes),
-                              (unsigned long long)s->allocate);
+                              (unsigned long long)s->allocate,
+                              ds_store_width(s->config->store) > 1
+                                  ? "discarded (a striped store keeps no partial upload)"
+                                  : "kept for REST");
         else if (job.connected || full)
                 reply_cut(s, rc, job.err.text);
         /* Kept for REST unless the disk is full or the data overran what was announced. */

@@ -151,8 +151,9 @@ int ds_stripe_verify_with(const char *const *dirs, unsigned ndirs, const char *n
 
 /* Removes every member of NAME that carries a stripe header (damaged ones too), member 0
  * first: that is the commit point, so a removal cut short leaves no file that reads, and
- * running it again removes the rest. Files without a stripe header and non-regular files
- * are left alone. Returns how many were removed, -ENOENT if none. */
+ * running it again removes the rest. Temporary members of a put cut short that no running
+ * put holds go too. Files without a stripe header and non-regular files are left alone.
+ * Returns how many entries were removed or put in place, -ENOENT if none. */
 int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
                      struct ds_error *err);
 
@@ -162,10 +163,17 @@ int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
  * renamed. -EEXIST when to exists, unless replace. */
 int ds_stripe_rename(const char *const *dirs, unsigned ndirs, const char *from, const char *to,
                      bool replace, struct ds_error *err);
+/* The same from one set of directories to another (a move to another directory of the
+ * same disks: from_dirs[i] and to_dirs[i] on one filesystem), for a caller that holds
+ * ds_stripe_lock(exclusive) of from_dirs[0] and of to_dirs[0] (once when they are the
+ * same directory; two callers take two such locks in one order, e.g. by inode). */
+int ds_stripe_rename_held(const char *const *from_dirs, const char *from,
+                          const char *const *to_dirs, const char *to, unsigned ndirs, bool replace,
+                          struct ds_error *err);
 
 /* The lock that makes each commit, rm and mv in a set of directories one act: member 0's
  * directory, dir0, flocked (exclusive or shared) while names change or members open. A
- * caller that changes member names itself (a rename across directories) holds it
+ * caller of ds_stripe_rename_held() (a rename across directories) holds it
  * exclusively around that. Returns a descriptor for ds_stripe_unlock() or a negative
  * errno: -EINTR when a stop (stop.h) came first, -ETIMEDOUT when it stayed held 30 s. */
 int ds_stripe_lock(const char *dir0, bool exclusive, struct ds_error *err);
