@@ -103,6 +103,11 @@ mkdir -p "$work/d0" "$work/d1" "$work/d2"
 head -c 48M /dev/urandom >"$work/src"
 "$tach" -i 0.1 --json >"$work/stripe-looks.json" 2>"$work/tach.err" &
 tach_pid=$!
+# tach looks before the put starts: on a loaded machine a put could end before its first look
+for _ in $(seq 100); do
+	[ -s "$work/stripe-looks.json" ] && break
+	sleep 0.05
+done
 "$DS_BIN/stripe" put "$work/src" "$work/d0,$work/d1,$work/d2" big >/dev/null ||
 	fail "stripe put failed"
 for _ in $(seq 50); do
