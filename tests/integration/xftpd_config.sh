@@ -223,8 +223,15 @@ printf 'bob pass\n' | "$xftpd" --add-user "$work/users2" bob || fail "--add-user
 grep -q "^alice:[^:]*:$work/alice\$" "$work/users2" && grep -q '^reader:[^:]*::ro$' "$work/users2" &&
 	grep -q '^bob:[^:]*$' "$work/users2" || fail "the users file: $(cat "$work/users2")"
 pass "--add-user --home DIR and --read-only write name:hash:root and name:hash::ro"
+printf '%s\n' "$pass" | "$xftpd" --add-user "$work/users2" alice || fail "--add-user alice again"
+grep -q "^alice:[^:]*:$work/alice\$" "$work/users2" || fail "a new password lost alice's root"
+pass "a new password for a user keeps the user's root"
 expect_error "--home must be absolute" "absolute" "$xftpd" --add-user "$work/users2" x --home rel
 
+mkdir -p "$work/s0" "$work/s1"
+[ "$(id -u)" -ne 0 ] || chown nobody "$work/s0" "$work/s1"
+printf 'sam pass\n' | "$xftpd" --add-user "$work/users2" sam --home "$work/s0,$work/s1" ||
+	fail "--add-user --home with a striped root"
 "$xftpd" -p 16541 --root "$work/root" --users "$work/users2" --anonymous \
 	--anon-root "$work/pub" "${run_as[@]}" 2>>"$work/xftpd.log" &
 wait_listening 16541
@@ -259,6 +266,22 @@ ftp.quit()
 PY
 [ -f "$work/alice/new.txt" ] && [ ! -e "$work/root/new.txt" ] || fail "alice's upload landed elsewhere"
 pass "alice sees and reaches only her root: not by name, .., an absolute path or a symlink; her uploads land there"
+
+python3 - <<'PY' || fail "a user's striped root"
+import ftplib, io, os
+ftp = ftplib.FTP()
+ftp.connect('127.0.0.1', 16541, timeout=20)
+ftp.login('sam', 'sam pass')
+data = os.urandom(3 << 20)
+ftp.storbinary('STOR s.bin', io.BytesIO(data))
+got = io.BytesIO()
+ftp.retrbinary('RETR s.bin', got.write)
+assert got.getvalue() == data
+assert ftp.nlst() == ['s.bin'], ftp.nlst()
+PY
+[ -e "$work/s0/s.bin" ] && [ -e "$work/s1/s.bin" ] && [ ! -e "$work/root/s.bin" ] ||
+	fail "sam's upload is not striped over his two directories"
+pass "a user's root of two directories is a striped store of his own"
 
 python3 - "$work" <<'PY' || fail "a read-only user"
 import ftplib, io, sys
