@@ -115,7 +115,7 @@ void guard_sessions_end(struct guard_sessions *table, int grace_ms)
         free(table->slot_taken);
 }
 
-int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root,
+int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root, int own_fd,
                           struct ds_error *err)
 {
         struct stat sb;
@@ -149,6 +149,8 @@ int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_r
                 return 0;
         uid_t uid = pw->pw_uid;
         gid_t gid = pw->pw_gid;
+        if (own_fd >= 0 && fchown(own_fd, uid, (gid_t)-1) < 0)
+                return ds_fail(err, -errno, "giving the transfer log to %s", pw->pw_name);
         if (initgroups(pw->pw_name, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
                 return ds_fail(err, -errno, "becoming %s", pw->pw_name);
         if (setuid(0) == 0) /* must fail now */

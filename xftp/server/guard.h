@@ -41,10 +41,12 @@ void guard_sessions_reap(struct guard_sessions *table);
 void guard_sessions_end(struct guard_sessions *table, int grace_ms);
 
 /* Started as root: becomes run_as (a user name), or the owner of root_dir when run_as is
- * NULL, with that user's groups, and no new privileges after. Refuses to stay root
+ * NULL, with that user's groups, and no new privileges after. The file own_fd (-1: none),
+ * the transfer log, is given to that user first, so that it can be reopened after a
+ * rotation (logrotate's `create` makes the new file alike). Refuses to stay root
  * unless allow_root. Not root: does nothing (run_as must then be NULL or the same user).
  * Returns 0 or a negative errno with err saying what to do. */
-int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root,
+int guard_drop_privileges(const char *run_as, const char *root_dir, bool allow_root, int own_fd,
                           struct ds_error *err);
 
 #endif

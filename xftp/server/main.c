@@ -1,7 +1,10 @@
-/* xftpd: an FTP server for bulk copies. Parses options, binds, drops root, then accepts
- * and forks one process per session (session.c). See xftpd(8) and docs/xftp.md. */
+/* xftpd: an FTP server for bulk copies. Reads its settings (options.c), binds, drops root,
+ * then accepts and forks one process per session (session.c); SIGHUP reloads the settings.
+ * See xftpd(8) and docs/xftp.md. */
+#include "conf.h"
 #include "guard.h"
 #include "log.h"
+#include "options.h"
 #include "session.h"
 #include "throttle.h"
 #include "users.h"
@@ -12,15 +15,11 @@
 #include <dragstrip/live.h>
 #include <dragstrip/net.h>
 #include <dragstrip/serve.h>
-#include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <limits.h>
 #include <signal.h>
@@ -28,325 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <termios.h>
+#include <sys/wait.h>
 #include <unistd.h>
-
-static void usage(void)
-{
-        printf(
-            "usage: xftpd -p PORT --root DIR[,DIR...] (--users FILE | --anonymous) [options]\n"
-            "       xftpd --add-user FILE NAME   (the password comes from stdin)\n"
-            "  -p, --port PORT        port to listen on (default 21)\n"
-            "  --root DIR[,DIR...]    the store: a directory, or a striped set (one per disk)\n"
-            "  --users FILE           users and crypt(3) hashes, lines name:hash\n"
-            "  --anonymous            also serve USER anonymous, read-only\n"
-            "  --listen ADDR          listen on ADDR only (default: every IPv6 and IPv4 address)\n"
-            "  -b, --block SIZE       buffer and MODE E block size (default 4M)\n"
-            "  --direct-reads         read a one-directory store with O_DIRECT\n"
-            "  --max-sessions N       sessions at once (default 64)\n"
-            "  --max-per-host N       sessions from one address (default 16)\n"
-            "  --idle SEC             end a session silent this long, or not taking a\n"
-            "                         reply within it (default 300)\n"
-            "  --login-timeout SEC    end a session not logged in by then (default 30)\n"
-            "  --data-timeout SEC     deadline of each data connection's set-up (default 30)\n"
-            "  --max-mem SIZE         transfer buffers of all sessions together; a transfer\n"
-            "                         beyond it is refused with 451 (default: RAM/8)\n"
-            "  --max-fails N          failed logins before a session ends (default 3)\n"
-            "  --max-host-fails N     failed logins from one address, over all its\n"
-            "                         sessions, before it is refused (default 10)\n"
-            "  --ban-time SEC         how long such an address is refused (default 60)\n"
-            "  --fxp                  let password users copy to and from other servers\n"
-            "                         (data connections with a host not the client's)\n"
-            "  --pasv-ports LO-HI     passive data ports only from this range\n"
-            "  --pasv-address ADDR    the IPv4 address PASV replies name (behind NAT)\n"
-            "  --syslog               log to syslog (facility ftp), not to stderr\n"
-            "  --xferlog FILE         one line per transfer in the wu-ftpd xferlog format\n"
-            "  --run-as USER          started as root, serve as USER (default: the owner\n"
-            "                         of the first --root directory)\n"
-            "  --allow-root           allow serving as root\n"
-            "  --no-stats             publish no live counters for tach\n"
-            "  -h, --help             this text;  --version  the version\n");
-}
-
-struct options {
-        uint16_t port;
-        const char *roots, *users_file, *listen_addr, *run_as, *xferlog;
-        bool anonymous, allow_root, direct_reads, fxp, syslog;
-        uint16_t pasv_lo, pasv_hi;
-        struct ds_ftp_addr pasv_addr;
-        size_t block;
-        uint64_t max_mem;
-        unsigned max_sessions, max_per_host, max_fails, max_host_fails;
-        int idle_ms, login_ms, data_ms, ban_ms;
-};
-
-enum {
-        OPT_ROOT = 256,
-        OPT_USERS,
-        OPT_ANON,
-        OPT_LISTEN,
-        OPT_MAX_SESSIONS,
-        OPT_MAX_PER_HOST,
-        OPT_IDLE,
-        OPT_LOGIN,
-        OPT_DATA,
-        OPT_MAX_FAILS,
-        OPT_MAX_HOST_FAILS,
-        OPT_BAN_TIME,
-        OPT_RUN_AS,
-        OPT_ALLOW_ROOT,
-        OPT_ADD_USER,
-        OPT_DIRECT_READS,
-        OPT_FXP,
-        OPT_MAX_MEM,
-        OPT_PASV_PORTS,
-        OPT_PASV_ADDRESS,
-        OPT_SYSLOG,
-        OPT_XFERLOG,
-        OPT_VERSION
-};
-
-static unsigned count_arg(const char *opt, const char *arg, unsigned max)
-{
-        char *end;
-        errno = 0;
-        unsigned long value = strtoul(arg, &end, 10);
-        if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
-                errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
-        return (unsigned)value;
-}
-
-/* --pasv-ports LO-HI: 1024 <= LO <= HI <= 65535 (a privileged port is never a data port:
- * the server no longer holds the right to bind one). */
-static void pasv_ports_arg(const char *arg, struct options *o)
-{
-        unsigned lo, hi;
-        int used = 0;
-
-        if (sscanf(arg, "%5u-%5u%n", &lo, &hi, &used) != 2 || arg[used] || !isdigit(arg[0]) ||
-            lo < 1024 || hi > 65535 || lo > hi)
-                errx(2, "--pasv-ports: '%s' is not a range LO-HI of ports from 1024 to 65535", arg);
-        o->pasv_lo = (uint16_t)lo;
-        o->pasv_hi = (uint16_t)hi;
-}
-
-/* --pasv-address ADDR: the IPv4 address clients reach the server by. */
-static void pasv_address_arg(const char *arg, struct options *o)
-{
-        struct sockaddr_in *sin = (struct sockaddr_in *)&o->pasv_addr.ss;
-
-        memset(&o->pasv_addr, 0, sizeof(o->pasv_addr));
-        sin->sin_family = AF_INET;
-        if (inet_pton(AF_INET, arg, &sin->sin_addr) != 1)
-                errx(2, "--pasv-address: '%s' is not an IPv4 address (PASV names only those)", arg);
-        o->pasv_addr.len = sizeof(*sin);
-}
-
-/* Reads the password for --add-user: twice without echo on a terminal, else one line. */
-static void read_password(char *out, size_t len)
-{
-        char again[256];
-        struct termios saved, quiet;
-        bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
-
-        for (int round = 0; round < (tty ? 2 : 1); round++) {
-                char *into = round == 0 ? out : again;
-                size_t room = round == 0 ? len : sizeof(again);
-                if (tty) {
-                        fprintf(stderr, round == 0 ? "Password: " : "Again: ");
-                        quiet = saved;
-                        quiet.c_lflag &= ~(tcflag_t)ECHO;
-                        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
-                }
-                bool got = fgets(into, (int)room, stdin) != NULL;
-                if (tty) {
-                        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
-                        fputc('\n', stderr);
-                }
-                if (!got)
-                        errx(1, "--add-user: no password on stdin");
-                if (!strchr(into, '\n') && !feof(stdin))
-                        errx(2, "--add-user: password longer than %zu bytes", room - 2);
-                into[strcspn(into, "\r\n")] = '\0';
-        }
-        if (tty && strcmp(out, again) != 0)
-                errx(1, "--add-user: the passwords differ");
-        explicit_bzero(again, sizeof(again));
-        if (!out[0])
-                errx(2, "--add-user: empty password");
-}
-
-static _Noreturn void add_user(const char *file, const char *name)
-{
-        char password[256];
-        struct ds_error err;
-
-        if (!xftpd_user_name_ok(name))
-                errx(2, "--add-user: '%s' is not a user name (1 to %u of A-Z a-z 0-9 . _ -)", name,
-                     XFTPD_USER_NAME_MAX);
-        read_password(password, sizeof(password));
-        int rc = xftpd_users_add(file, name, password, &err);
-        explicit_bzero(password, sizeof(password));
-        if (rc < 0)
-                errx(1, "--add-user: %s", err.text);
-        exit(0);
-}
-
-/* One option from getopt_long into o; --help, --version and bad options exit here. */
-static void take_option(int c, char **argv, struct options *o, const char **add_file)
-{
-        switch (c) {
-        case 'p':
-                o->port = ds_cli_port("-p", optarg);
-                break;
-        case 'b':
-                o->block = ds_cli_size("-b", optarg, 64u << 10, 256u << 20);
-                break;
-        case OPT_ROOT:
-                o->roots = optarg;
-                break;
-        case OPT_USERS:
-                o->users_file = optarg;
-                break;
-        case OPT_ANON:
-                o->anonymous = true;
-                break;
-        case OPT_LISTEN:
-                o->listen_addr = optarg;
-                break;
-        case OPT_MAX_SESSIONS:
-                o->max_sessions = count_arg("--max-sessions", optarg, 10000);
-                break;
-        case OPT_MAX_PER_HOST:
-                o->max_per_host = count_arg("--max-per-host", optarg, 10000);
-                break;
-        case OPT_IDLE:
-                o->idle_ms = ds_cli_ms("--idle", optarg);
-                break;
-        case OPT_LOGIN:
-                o->login_ms = ds_cli_ms("--login-timeout", optarg);
-                break;
-        case OPT_DATA:
-                o->data_ms = ds_cli_ms("--data-timeout", optarg);
-                break;
-        case OPT_MAX_MEM:
-                o->max_mem = ds_cli_size("--max-mem", optarg, 1u << 20, UINT64_MAX / 2);
-                break;
-        case OPT_MAX_FAILS:
-                o->max_fails = count_arg("--max-fails", optarg, 1000);
-                break;
-        case OPT_MAX_HOST_FAILS:
-                o->max_host_fails = count_arg("--max-host-fails", optarg, 100000);
-                break;
-        case OPT_BAN_TIME:
-                o->ban_ms = ds_cli_ms("--ban-time", optarg);
-                break;
-        case OPT_RUN_AS:
-                o->run_as = optarg;
-                break;
-        case OPT_ALLOW_ROOT:
-                o->allow_root = true;
-                break;
-        case OPT_DIRECT_READS:
-                o->direct_reads = true;
-                break;
-        case OPT_FXP:
-                o->fxp = true;
-                break;
-        case OPT_PASV_PORTS:
-                pasv_ports_arg(optarg, o);
-                break;
-        case OPT_PASV_ADDRESS:
-                pasv_address_arg(optarg, o);
-                break;
-        case OPT_SYSLOG:
-                o->syslog = true;
-                break;
-        case OPT_XFERLOG:
-                o->xferlog = optarg;
-                break;
-        case OPT_ADD_USER:
-                *add_file = optarg;
-                break;
-        case 'h':
-                usage();
-                exit(0);
-        case OPT_VERSION:
-                printf("xftpd %s\n", DS_VERSION);
-                exit(0);
-        default:
-                ds_cli_bad_option("xftpd", argv, c);
-        }
-}
-
-static void parse_options(int argc, char **argv, struct options *o)
-{
-        static const struct option longs[] = {
-            {"port", required_argument, NULL, 'p'},
-            {"block", required_argument, NULL, 'b'},
-            {"root", required_argument, NULL, OPT_ROOT},
-            {"users", required_argument, NULL, OPT_USERS},
-            {"anonymous", no_argument, NULL, OPT_ANON},
-            {"listen", required_argument, NULL, OPT_LISTEN},
-            {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
-            {"max-per-host", required_argument, NULL, OPT_MAX_PER_HOST},
-            {"idle", required_argument, NULL, OPT_IDLE},
-            {"login-timeout", required_argument, NULL, OPT_LOGIN},
-            {"data-timeout", required_argument, NULL, OPT_DATA},
-            {"max-mem", required_argument, NULL, OPT_MAX_MEM},
-            {"max-fails", required_argument, NULL, OPT_MAX_FAILS},
-            {"max-host-fails", required_argument, NULL, OPT_MAX_HOST_FAILS},
-            {"ban-time", required_argument, NULL, OPT_BAN_TIME},
-            {"run-as", required_argument, NULL, OPT_RUN_AS},
-            {"allow-root", no_argument, NULL, OPT_ALLOW_ROOT},
-            {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
-            {"fxp", no_argument, NULL, OPT_FXP},
-            {"pasv-ports", required_argument, NULL, OPT_PASV_PORTS},
-            {"pasv-address", required_argument, NULL, OPT_PASV_ADDRESS},
-            {"syslog", no_argument, NULL, OPT_SYSLOG},
-            {"xferlog", required_argument, NULL, OPT_XFERLOG},
-            {"add-user", required_argument, NULL, OPT_ADD_USER},
-            {"help", no_argument, NULL, 'h'},
-            {"version", no_argument, NULL, OPT_VERSION},
-            {NULL, 0, NULL, 0},
-        };
-        const char *add_file = NULL;
-        int c;
-
-        *o = (struct options){.port = 21,
-                              .block = 4u << 20,
-                              .max_sessions = 64,
-                              .max_per_host = 16,
-                              .max_fails = 3,
-                              .max_host_fails = 10,
-                              .ban_ms = 60000,
-                              .idle_ms = 300000,
-                              .login_ms = 30000,
-                              .data_ms = 30000};
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":p:b:h", longs, NULL)) != -1)
-                take_option(c, argv, o, &add_file);
-        if (add_file) {
-                if (optind != argc - 1)
-                        errx(2, "--add-user FILE NAME: expected one user name after the file");
-                add_user(add_file, argv[optind]);
-        }
-        if (optind < argc)
-                errx(2, "unexpected argument '%s' (try 'xftpd --help')", argv[optind]);
-        if (!o->roots)
-                errx(2, "--root is required (try 'xftpd --help')");
-        if (!o->users_file && !o->anonymous)
-                errx(2, "--users FILE is required, or --anonymous for a read-only server");
-        /* Less than one plain transfer's buffers (depth 4, xfer.h) would refuse them all:
-         * given, that is a mistake; by default, one transfer at a time is the least. */
-        uint64_t one_transfer = 4 * (uint64_t)o->block;
-        if (o->max_mem && o->max_mem < one_transfer)
-                errx(2, "--max-mem: %llu bytes is less than one transfer's buffers (4 x -b %zu)",
-                     (unsigned long long)o->max_mem, o->block);
-        if (!o->max_mem)
-                o->max_mem =
-                    ds_budget_default() > one_transfer ? ds_budget_default() : one_transfer;
-}
 
 /* Starts a session for the client on fd unless a limit refuses it (421 and closed). */
 static void start_session(int listen_fd, int fd, struct guard_sessions *table,
@@ -374,6 +56,9 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
         if (pid == 0) {
                 struct xftpd_config own = *config;
                 own.budget_slot = slot;
+                /* The listener's reload (or a hang-up) is nothing to a session: its
+                 * transfer goes on. SIGTERM still ends it. */
+                signal(SIGHUP, SIG_IGN);
                 close(listen_fd);
                 close(throttle->report_fd[0]); /* sessions only write to the listener */
                 _exit(xftpd_session_run(&own, fd));
@@ -397,9 +82,199 @@ static void tell_banned(const struct guard_sessions *table, const struct throttl
                         kill(table->pids[i], SIGUSR1);
 }
 
+/* The listener's state: the settings now in force and what they opened. */
+struct server {
+        int argc;
+        char **argv;
+        struct options o; /* its strings point into argv and o.config_text */
+        struct xftpd_users *users;
+        int xferlog_fd;
+        struct xftpd_config config; /* each session's copy is taken at its fork */
+};
+
+static atomic_bool reload_asked; /* lock-free: set in a handler */
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        atomic_store(&reload_asked, true);
+}
+
+/* SIGHUP, which lib makes a stop, is the listener's reload (after ds_cli_catch_stop). */
+static void catch_reload(void)
+{
+        struct sigaction sa = {.sa_handler = on_hup, .sa_flags = SA_RESTART};
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGHUP, &sa, NULL) != 0)
+                err(1, "sigaction");
+}
+
+static bool differ(const char *a, const char *b)
+{
+        return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* The settings a running listener cannot take: they hold its socket, its store, its
+ * user, its shared tables. A change is logged and the old value kept. */
+static void keep_restart_only(const struct options *old, struct options *o)
+{
+        const struct {
+                const char *key;
+                bool changed;
+        } held[] = {
+            {"port", old->port != o->port},
+            {"listen", differ(old->listen_addr, o->listen_addr)},
+            {"root", differ(old->roots, o->roots)},
+            {"direct-reads", old->direct_reads != o->direct_reads},
+            {"run-as", differ(old->run_as, o->run_as)},
+            {"allow-root", old->allow_root != o->allow_root},
+            {"syslog", old->syslog != o->syslog},
+            {"block", old->block != o->block},
+            {"max-mem", old->max_mem != o->max_mem},
+            {"max-sessions", old->max_sessions != o->max_sessions},
+            {"max-per-host", old->max_per_host != o->max_per_host},
+            {"max-host-fails", old->max_host_fails != o->max_host_fails},
+            {"ban-time", old->ban_ms != o->ban_ms},
+        };
+        for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+                if (held[i].changed)
+                        xftpd_log(LOG_WARNING, "reload: %s changed: ignored until a restart",
+                                  held[i].key);
+        o->port = old->port;
+        o->listen_addr = old->listen_addr;
+        o->roots = old->roots;
+        o->direct_reads = old->direct_reads;
+        o->run_as = old->run_as;
+        o->allow_root = old->allow_root;
+        o->syslog = old->syslog;
+        o->block = old->block;
+        o->max_mem = old->max_mem;
+        o->max_sessions = old->max_sessions;
+        o->max_per_host = old->max_per_host;
+        o->max_host_fails = old->max_host_fails;
+        o->ban_ms = old->ban_ms;
+}
+
+/* Whether text (with the command line) gives good settings. The option handlers exit on
+ * a bad value, as they should at start, so a child tries them first: its one line on
+ * stderr says what is wrong. It answers through a pipe, not its exit status, which a
+ * reaper of sessions may collect first; it only parses, but is waited for 5 s at most. */
+static bool settings_ok(const struct server *sv, char *text)
+{
+        struct options tried;
+        int answer[2];
+        char byte;
+
+        if (pipe2(answer, O_CLOEXEC) < 0) {
+                xftpd_log(LOG_ERR, "reload: pipe: %s", strerror(errno));
+                return false;
+        }
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(answer[0]);
+                xftpd_options_parse(sv->argc, sv->argv, text, &tried);
+                _exit(write(answer[1], "y", 1) == 1 ? 0 : 1);
+        }
+        close(answer[1]);
+        if (pid < 0)
+                xftpd_log(LOG_ERR, "reload: fork: %s", strerror(errno));
+        int ready = pid > 0 ? ds_poll_one(answer[0], POLLIN, 5000) : -1;
+        bool ok = ready > 0 && read(answer[0], &byte, 1) == 1; /* else EOF: it exited */
+        close(answer[0]);
+        if (pid > 0 && ready <= 0)
+                kill(pid, SIGKILL); /* stuck, or the listener is stopping */
+        if (pid > 0)
+                waitpid(pid, NULL, 0);
+        return ok;
+}
+
+/* The transfer log, reopened for logrotate: the new file takes the old descriptor's
+ * number. Sessions already running keep writing to the file they had. */
+static void reopen_xferlog(struct server *sv, const char *path)
+{
+        if (!path) {
+                if (sv->xferlog_fd >= 0)
+                        close(sv->xferlog_fd);
+                sv->xferlog_fd = -1;
+                return;
+        }
+        int fd = xftpd_xferlog_open(path);
+        if (fd < 0) {
+                xftpd_log(LOG_ERR, "reload: --xferlog %s: %s; still writing the old one", path,
+                          strerror(-fd));
+                return;
+        }
+        if (sv->xferlog_fd >= 0 && fd != sv->xferlog_fd) {
+                dup3(fd, sv->xferlog_fd, O_CLOEXEC);
+                close(fd);
+        } else {
+                sv->xferlog_fd = fd;
+        }
+}
+
+/* The settings a session takes, from o. */
+static void set_session_config(struct server *sv)
+{
+        const struct options *o = &sv->o;
+        struct xftpd_config *c = &sv->config;
+
+        c->users = sv->users;
+        c->anonymous = o->anonymous;
+        c->anon_root = o->anon_root;
+        c->anon_write = o->anon_write;
+        c->direct_reads = o->direct_reads;
+        c->fxp = o->fxp;
+        c->block = o->block;
+        c->idle_ms = o->idle_ms;
+        c->login_ms = o->login_ms;
+        c->data_ms = o->data_ms;
+        c->max_fails = o->max_fails;
+        c->xferlog_fd = sv->xferlog_fd;
+        c->pasv_lo = o->pasv_lo;
+        c->pasv_hi = o->pasv_hi;
+        c->pasv_addr = o->pasv_addr;
+}
+
+/* SIGHUP: the config file and the users file read again, the transfer log reopened. New
+ * sessions get them; a file that is broken changes nothing. */
+static void reload(struct server *sv)
+{
+        struct ds_error err;
+        struct options o;
+        struct xftpd_users *users = NULL;
+        char *text = NULL;
+
+        if (sv->o.config_file && !(text = xftpd_conf_read(sv->o.config_file, &err))) {
+                xftpd_log(LOG_ERR, "reload: %s; the old settings are kept", err.text);
+                return;
+        }
+        if (!settings_ok(sv, text)) {
+                xftpd_log(LOG_ERR, "reload: bad settings (said above); the old ones are kept");
+                free(text);
+                return;
+        }
+        xftpd_options_parse(sv->argc, sv->argv, text, &o); /* cannot fail now */
+        if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0) {
+                xftpd_log(LOG_ERR, "reload: %s; the old settings are kept", err.text);
+                free(text);
+                return;
+        }
+        keep_restart_only(&sv->o, &o);
+        reopen_xferlog(sv, o.xferlog);
+        xftpd_users_free(sv->users);
+        free(sv->o.config_text);
+        sv->users = users;
+        sv->o = o;
+        set_session_config(sv);
+        xftpd_log(LOG_INFO, "reloaded%s%s%s%s", o.config_file ? " " : "",
+                  o.config_file ? o.config_file : "", o.users_file ? " and " : "",
+                  o.users_file ? o.users_file : "");
+}
+
 /* Accepts until SIGTERM, one child process per session. Returns the exit status. */
-static int serve(int listen_fd, const struct options *o, struct throttle *throttle,
-                 const struct xftpd_config *config)
+static int serve(int listen_fd, struct server *sv, struct throttle *throttle)
 {
         struct guard_sessions table;
         struct ds_accept_guard shortage = {0};
@@ -408,9 +283,12 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
 
         if (!log)
                 log = stderr;
-        if (guard_sessions_init(&table, o->max_sessions, o->max_per_host, config->budget) < 0)
+        if (guard_sessions_init(&table, sv->o.max_sessions, sv->o.max_per_host, sv->config.budget) <
+            0)
                 errx(1, "out of memory");
         while (!ds_stopping()) {
+                if (atomic_exchange(&reload_asked, false))
+                        reload(sv);
                 /* Short waits: failed logins that sessions report are counted within one. */
                 int ready = ds_poll_one(listen_fd, POLLIN, DS_STOP_SLICE_MS);
                 /* Sessions that ended leave the table at every wakeup, so a killed one's
@@ -433,7 +311,7 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
                         break;
                 }
                 ds_accept_ok(&shortage);
-                start_session(listen_fd, fd, &table, throttle, config);
+                start_session(listen_fd, fd, &table, throttle, &sv->config);
         }
         guard_sessions_end(&table, 5000);
         xftpd_log(LOG_INFO, "stopped");
@@ -445,70 +323,62 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
 int main(int argc, char **argv)
 {
         static atomic_bool stop;
-        struct options o;
+        static struct server sv;
         struct ds_error err;
         struct ds_store *store;
-        struct xftpd_users *users = NULL;
         static struct throttle throttle; /* a few dozen KiB: not on the stack */
 
-        argc = ds_live_take_option(argc, argv);
-        parse_options(argc, argv, &o);
-        xftpd_log_open(o.syslog);
-        if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
+        sv.argc = ds_live_take_option(argc, argv);
+        sv.argv = argv;
+        xftpd_options_parse(sv.argc, argv, xftpd_options_read_config(sv.argc, argv), &sv.o);
+        const struct options *o = &sv.o;
+        xftpd_log_open(o->syslog);
+        if (o->users_file && xftpd_users_load(&sv.users, o->users_file, &err) < 0)
                 errx(1, "%s", err.text);
-        if (ds_store_open(&store, o.roots, o.direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
+        if (ds_store_open(&store, o->roots, o->direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
                 errx(1, "%s", err.text);
-        int listen_fd = ds_net_listen(o.listen_addr, o.port, SOCK_STREAM, &err);
+        int listen_fd = ds_net_listen(o->listen_addr, o->port, SOCK_STREAM, &err);
         if (listen_fd < 0)
                 errx(1, "%s", err.text);
         if (fcntl(listen_fd, F_SETFL, O_NONBLOCK) < 0)
                 errx(1, "listening socket: %s", strerror(errno));
-        int rc = throttle_init(&throttle, o.max_host_fails, o.ban_ms);
+        int rc = throttle_init(&throttle, o->max_host_fails, o->ban_ms);
         if (rc < 0)
                 errx(1, "failed-login table: %s", strerror(-rc));
         /* Opened as root: the log may live where only root writes. */
-        int xferlog_fd = o.xferlog ? xftpd_xferlog_open(o.xferlog) : -1;
-        if (o.xferlog && xferlog_fd < 0)
-                errx(1, "--xferlog %s: %s", o.xferlog, strerror(-xferlog_fd));
+        sv.xferlog_fd = o->xferlog ? xftpd_xferlog_open(o->xferlog) : -1;
+        if (o->xferlog && sv.xferlog_fd < 0)
+                errx(1, "--xferlog %s: %s", o->xferlog, strerror(-sv.xferlog_fd));
         char first_root[PATH_MAX];
-        snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o.roots, ","), o.roots);
-        if (guard_drop_privileges(o.run_as, first_root, o.allow_root, &err) < 0)
+        snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o->roots, ","), o->roots);
+        if (guard_drop_privileges(o->run_as, first_root, o->allow_root, sv.xferlog_fd, &err) < 0)
                 errx(1, "%s", err.text);
         ds_cli_catch_stop(&stop);
+        catch_reload();
         xftpd_session_catch_ban();
         struct ds_shared_budget *budget;
-        rc = ds_shared_budget_create(&budget, o.max_mem, o.max_sessions);
+        rc = ds_shared_budget_create(&budget, o->max_mem, o->max_sessions);
         if (rc < 0)
                 errx(1, "memory budget: %s", strerror(-rc));
 
-        const struct xftpd_config config = {
+        sv.config = (struct xftpd_config){
             .store = store,
-            .users = users,
-            .anonymous = o.anonymous,
-            .fxp = o.fxp,
-            .block = o.block,
-            .idle_ms = o.idle_ms,
-            .login_ms = o.login_ms,
-            .data_ms = o.data_ms,
-            .max_fails = o.max_fails,
             .fail_report_fd = throttle.report_fd[1],
-            .xferlog_fd = xferlog_fd,
-            .pasv_lo = o.pasv_lo,
-            .pasv_hi = o.pasv_hi,
-            .pasv_addr = o.pasv_addr,
             .stop = &stop,
             .budget = budget,
         };
+        set_session_config(&sv);
         unsigned width = ds_store_width(store);
-        xftpd_log(LOG_INFO, "serving %s%s on port %u", o.roots, width > 1 ? " (striped)" : "",
-                  o.port);
-        int status = serve(listen_fd, &o, &throttle, &config);
+        xftpd_log(LOG_INFO, "serving %s%s on port %u", o->roots, width > 1 ? " (striped)" : "",
+                  o->port);
+        int status = serve(listen_fd, &sv, &throttle);
         close(listen_fd);
         throttle_close(&throttle);
         ds_shared_budget_destroy(budget);
         ds_store_close(store);
-        xftpd_users_free(users);
-        if (xferlog_fd >= 0)
-                close(xferlog_fd);
+        xftpd_users_free(sv.users);
+        free(sv.o.config_text);
+        if (sv.xferlog_fd >= 0)
+                close(sv.xferlog_fd);
         return status;
 }

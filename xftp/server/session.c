@@ -190,7 +190,8 @@ static void cmd_user(struct session *s, const char *name)
         snprintf(s->user, sizeof(s->user), "%.*s", XFTPD_USER_NAME_MAX, valid ? name : "");
         /* Whether anonymous is allowed shows only at PASS. */
         if (s->anonymous && s->config->anonymous)
-                session_reply(s, "331 Anonymous login: any password (read-only).");
+                session_reply(s, "331 Anonymous login: any password%s.",
+                              s->config->anon_write ? "" : " (read-only)");
         else
                 session_reply(s, "331 Password required.");
 }
@@ -224,6 +225,37 @@ void xftpd_session_catch_ban(void)
         ban_mask(SIG_BLOCK);
 }
 
+/* The store of the user just logged in: its own root (users file, --anon-root) is opened
+ * here, as the unprivileged user sessions run as, confined as the server's root is.
+ * Returns false when it cannot be, which ends the session. */
+static bool open_user_store(struct session *s)
+{
+        struct ds_error err;
+        bool ro = false;
+        const char *root =
+            s->anonymous ? s->config->anon_root : xftpd_users_root(s->config->users, s->user, &ro);
+
+        s->read_only = s->anonymous ? !s->config->anon_write : ro;
+        if (root && ds_store_open(&s->own_store, root,
+                                  s->config->direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0) {
+                xftpd_log(LOG_ERR, "%s %s: %s", s->user, s->peer_text, err.text);
+                session_reply(s, "421 Your store cannot be opened; closing.");
+                return false;
+        }
+        if (root) {
+                /* This process has no more use for the server's store: closed, nothing
+                 * the user does can reach it. */
+                ds_store_close(s->config->store);
+                s->store = s->own_store;
+        }
+        s->logged_in = true;
+        xftpd_log(LOG_INFO, "%s %s logged in%s%s%s%s", s->user, s->peer_text,
+                  s->anonymous ? " (anonymous)" : "", s->read_only ? " (read-only)" : "",
+                  root ? ", root " : "", root ? root : "");
+        session_reply(s, "230 Logged in%s.", s->read_only ? ", read-only" : "");
+        return true;
+}
+
 /* Returns false when the session must end (too many failures, or a ban on its address). */
 static bool cmd_pass(struct session *s, const char *password)
 {
@@ -242,13 +274,8 @@ static bool cmd_pass(struct session *s, const char *password)
         bool ok = s->anonymous ? s->config->anonymous
                                : xftpd_users_check(s->config->users, s->user, password);
         s->user_given = false;
-        if (ok) {
-                s->logged_in = true;
-                xftpd_log(LOG_INFO, "%s %s logged in%s", s->user, s->peer_text,
-                          s->anonymous ? " (anonymous, read-only)" : "");
-                session_reply(s, "230 Logged in%s.", s->anonymous ? ", read-only" : "");
-                return true;
-        }
+        if (ok)
+                return open_user_store(s);
         s->fails++;
         xftpd_log(LOG_WARNING, "%s %s failed login %u of %u", s->user, s->peer_text, s->fails,
                   s->config->max_fails);
@@ -294,7 +321,7 @@ static void cmd_cwd(struct session *s, const char *arg)
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_stat(s->config->store, path, &st);
+        int rc = ds_store_stat(s->store, path, &st);
         if (rc == 0 && !st.dir)
                 rc = -ENOTDIR;
         if (rc < 0) {
@@ -318,10 +345,10 @@ static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
 {
         char path[DS_STORE_PATH_MAX], quoted[2 * DS_STORE_PATH_MAX + 2];
         struct ds_store_stat st;
-        struct ds_store *store = s->config->store;
+        struct ds_store *store = s->store;
 
-        if (s->anonymous) {
-                session_reply(s, "550 Permission denied: anonymous sessions are read-only.");
+        if (s->read_only) {
+                session_reply(s, "550 Permission denied: read-only.");
                 return;
         }
         if (!resolve(s, arg, path))
@@ -370,7 +397,7 @@ static void cmd_size_mdtm(struct session *s, enum xftpd_verb verb, const char *a
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_stat(s->config->store, path, &st);
+        int rc = ds_store_stat(s->store, path, &st);
         if (rc == 0 && st.dir)
                 rc = -EISDIR;
         if (rc < 0) {
@@ -395,7 +422,7 @@ static void cmd_psiz(struct session *s, const char *arg)
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_partial_size(s->config->store, s->user, path, &size);
+        int rc = ds_store_partial_size(s->store, s->user, path, &size);
         if (rc == -EBUSY)
                 session_reply(s, "450 An upload of %s is still ending; try again.", arg);
         else if (rc < 0)
@@ -463,7 +490,7 @@ static void cmd_stat(struct session *s, const char *arg)
         }
         session_reply(s, "211-xftpd status:");
         session_reply(s, " Connected from %s", s->peer_text);
-        session_reply(s, " Logged in as %s%s", s->user, s->anonymous ? " (read-only)" : "");
+        session_reply(s, " Logged in as %s%s", s->user, s->read_only ? " (read-only)" : "");
         session_reply(s, " TYPE I, MODE %c, %u stream%s, block %zu bytes", s->mode, s->streams,
                       s->streams == 1 ? "" : "s", s->config->block);
         session_reply(s, "211 End of status");
@@ -532,7 +559,7 @@ static bool transfer_settings(struct session *s, const struct xftpd_cmd *cmd)
                               (unsigned long long)cmd->num[1]);
                 return true;
         case V_ALLO:
-                if (s->anonymous) {
+                if (s->read_only) {
                         session_reply(s, "550 Permission denied: read-only.");
                         return true;
                 }
@@ -643,6 +670,7 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
 
         memset(s, 0, sizeof(*s));
         s->config = config;
+        s->store = config->store;
         s->ctl = ctl;
         s->mode = 'S';
         s->streams = 1;
@@ -704,6 +732,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
                         dispatch(s, cmd, &end);
         }
         xfer_reset(s);
+        ds_store_close(s->own_store);
         if (s->live)
                 ds_live_close(s->live);
         close(ctl);

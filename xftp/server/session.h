@@ -24,7 +24,10 @@ struct xftpd_users;
 struct xftpd_config {
         struct ds_store *store;
         const struct xftpd_users *users; /* NULL: anonymous only */
-        bool anonymous;                  /* USER anonymous / ftp allowed, read-only */
+        bool anonymous;                  /* USER anonymous / ftp allowed */
+        const char *anon_root;           /* anonymous's store (--anon-root); NULL: store */
+        bool anon_write;                 /* anonymous may write (--anon-write) */
+        bool direct_reads;               /* how a session opens a user's own store */
         bool fxp;                        /* password users may use other hosts (--fxp) */
         size_t block;                    /* bytes per buffer and MODE E block (-b) */
         int idle_ms;                     /* a control connection silent this long ends */
@@ -61,6 +64,9 @@ struct session {
 
         char user[XFTPD_USER_NAME_MAX + 1];
         bool user_given, logged_in, anonymous;
+        bool read_only;             /* anonymous (without --anon-write), or the user's ro */
+        struct ds_store *store;     /* the user's: the server's, or own_store */
+        struct ds_store *own_store; /* opened at login: the user's root, --anon-root */
         unsigned fails;
         const char *verb; /* the command being served, for the log */
         char cwd[DS_STORE_PATH_MAX];

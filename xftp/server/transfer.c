@@ -447,7 +447,7 @@ void xfer_cmd_retr(struct session *s, const char *arg)
 
         int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
-                rc = ds_store_open_read(s->config->store, path, &job.file);
+                rc = ds_store_open_read(s->store, path, &job.file);
         struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(job.file) : NULL;
         if (rc == 0)
                 rc = xfile->ops->size(xfile, &size);
@@ -486,7 +486,7 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
                         struct job *job)
 {
         struct ds_store_upload how = {.user = s->user, .offset = s->rest, .append = append};
-        int rc = ds_store_create(s->config->store, path, &how, &job->file);
+        int rc = ds_store_create(s->store, path, &how, &job->file);
 
         if (rc == -ERANGE)
                 session_reply(s, "554 No upload to continue from %llu (PSIZ tells where to).",
@@ -524,8 +524,8 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
         char path[DS_STORE_PATH_MAX];
         struct job job = {.upload = true};
 
-        if (s->anonymous || s->range_end) {
-                session_reply(s, s->anonymous ? "550 Permission denied: read-only."
+        if (s->read_only || s->range_end) {
+                session_reply(s, s->read_only ? "550 Permission denied: read-only."
                                               : "504 RANG applies to RETR and HASH.");
                 xfer_reset(s);
                 return;
@@ -635,7 +635,7 @@ static int list_entry(const char *name, const struct ds_store_stat *st, void *ct
         if (l->fd < 0) /* inside a multi-line reply: a space first, as MLST wants */
                 at[n++] = ' ';
         if (l->verb == V_MLSD || l->verb == V_MLST)
-                n += mlsx_facts(at + n, room - (size_t)n, st, l->s->anonymous);
+                n += mlsx_facts(at + n, room - (size_t)n, st, l->s->read_only);
         else if (l->verb != V_NLST)
                 n += ls_fields(at + n, room - (size_t)n, st, l->now);
         n += snprintf(at + n, room - (size_t)n, "%s\r\n", name);
@@ -649,14 +649,14 @@ static int list_entry(const char *name, const struct ds_store_stat *st, void *ct
 static int list_path(struct lister *l, const char *path, const char *shown)
 {
         struct ds_store_stat st;
-        int rc = ds_store_stat(l->s->config->store, path, &st);
+        int rc = ds_store_stat(l->s->store, path, &st);
 
         if (rc < 0)
                 return rc;
         if (!st.dir || l->verb == V_MLST)
                 rc = list_entry(shown, &st, l);
         else
-                rc = ds_store_list(l->s->config->store, path, list_entry, l);
+                rc = ds_store_list(l->s->store, path, list_entry, l);
         return rc < 0 ? rc : lister_flush(l);
 }
 
@@ -681,7 +681,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
         const char *name = verb == V_LIST || verb == V_NLST ? skip_ls_options(arg) : arg;
         int rc = l ? ds_store_path(s->cwd, name, path, sizeof(path)) : -ENOMEM;
         if (rc == 0)
-                rc = ds_store_stat(s->config->store, path, &(struct ds_store_stat){0});
+                rc = ds_store_stat(s->store, path, &(struct ds_store_stat){0});
         if (rc < 0) {
                 session_reply_errno(s, rc, name);
         } else if (watch_start(&w, s) == 0) {
@@ -710,7 +710,7 @@ void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg
 
         int rc = l ? ds_store_path(s->cwd, arg, path, sizeof(path)) : -ENOMEM;
         if (rc == 0)
-                rc = ds_store_stat(s->config->store, path, &(struct ds_store_stat){0});
+                rc = ds_store_stat(s->store, path, &(struct ds_store_stat){0});
         if (rc == 0) {
                 *l = (struct lister){.s = s,
                                      .verb = verb,
@@ -770,7 +770,7 @@ void xfer_cmd_hash(struct session *s, const char *arg)
 
         int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
-                rc = ds_store_open_read(s->config->store, path, &file);
+                rc = ds_store_open_read(s->store, path, &file);
         struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(file) : NULL;
         if (rc == 0)
                 rc = xfile->ops->size(xfile, &size);

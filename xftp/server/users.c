@@ -3,6 +3,8 @@
 
 #include <dragstrip/error.h>
 
+#include "store.h"
+
 #include <crypt.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,8 @@
 struct user_entry {
         char *name;
         char *hash;
+        char *root; /* the user's own store; NULL: the server's */
+        bool read_only;
 };
 
 struct xftpd_users {
@@ -76,16 +80,47 @@ static char *read_bounded(const char *path, int *rc, struct ds_error *err)
         return text;
 }
 
+bool xftpd_users_root_ok(const char *root)
+{
+        for (const char *at = root;; at++) {
+                size_t len = strcspn(at, ",");
+                if (at[0] != '/' || len >= DS_STORE_PATH_MAX)
+                        return false;
+                at += len;
+                if (!*at)
+                        return strcspn(root, ":\n") == strlen(root);
+        }
+}
+
+/* Cuts line at its next ':' and returns what follows, or NULL when there is none. */
+static char *next_field(char *field)
+{
+        char *colon = field ? strchr(field, ':') : NULL;
+
+        if (colon)
+                *colon++ = '\0';
+        return colon;
+}
+
 static int parse_line(struct xftpd_users *users, char *line, const char *path, unsigned lineno,
                       struct ds_error *err)
 {
-        char *colon = strchr(line, ':');
+        line[strcspn(line, "\r")] = '\0';
+        char *hash = next_field(line), *root = next_field(hash), *flags = next_field(root);
 
-        if (!colon)
-                return ds_fail(err, 0, "%s line %u: expected name:hash", path, lineno), -EINVAL;
-        *colon = '\0';
-        char *hash = colon + 1;
-        hash[strcspn(hash, "\r")] = '\0';
+        if (!hash || next_field(flags))
+                return ds_fail(err, 0, "%s line %u: expected name:hash[:root[:ro]]", path, lineno),
+                       -EINVAL;
+        if (root && root[0] && !xftpd_users_root_ok(root))
+                return ds_fail(err, 0,
+                               "%s line %u: the root of %s is not absolute directories "
+                               "separated by commas",
+                               path, lineno, line),
+                       -EINVAL;
+        if (flags && strcmp(flags, "ro") != 0 && flags[0])
+                return ds_fail(err, 0, "%s line %u: '%s' is not ro (read-only) or nothing", path,
+                               lineno, flags),
+                       -EINVAL;
         if (!xftpd_user_name_ok(line))
                 return ds_fail(err, 0, "%s line %u: '%s' is not a user name ([A-Za-z0-9._-])", path,
                                lineno, line),
@@ -102,7 +137,12 @@ static int parse_line(struct xftpd_users *users, char *line, const char *path, u
                                -EINVAL;
         if (users->count == XFTPD_USERS_MAX)
                 return ds_fail(err, 0, "%s: more than %u users", path, XFTPD_USERS_MAX), -E2BIG;
-        users->entries[users->count++] = (struct user_entry){.name = line, .hash = hash};
+        users->entries[users->count++] = (struct user_entry){
+            .name = line,
+            .hash = hash,
+            .root = root && root[0] ? root : NULL,
+            .read_only = flags && flags[0],
+        };
         return 0;
 }
 
@@ -143,6 +183,17 @@ void xftpd_users_free(struct xftpd_users *users)
         free(users);
 }
 
+const char *xftpd_users_root(const struct xftpd_users *users, const char *name, bool *read_only)
+{
+        *read_only = false;
+        for (unsigned i = 0; users && i < users->count; i++)
+                if (strcmp(users->entries[i].name, name) == 0) {
+                        *read_only = users->entries[i].read_only;
+                        return users->entries[i].root;
+                }
+        return NULL;
+}
+
 /* Compares every byte whatever the first difference, as a hash comparison should. */
 static bool same_text(const char *a, const char *b)
 {
@@ -174,17 +225,24 @@ bool xftpd_users_check(const struct xftpd_users *users, const char *name, const 
         return known && match;
 }
 
-/* Writes text to a temporary file beside path, syncs it and renames it over path. */
-static int replace_file(const char *path, const char *text, size_t len, mode_t mode,
+/* Writes text to a temporary file beside path, syncs it and renames it over path. The
+ * file that was there (was; NULL: none) passes on its mode, and as root its owner and
+ * group: a users file the server's user may read (for a reload) stays so. */
+static int replace_file(const char *path, const char *text, size_t len, const struct stat *was,
                         struct ds_error *err)
 {
         char tmp[4096];
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
                 return ds_fail(err, -ENAMETOOLONG, "%s", path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+        int fd =
+            open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, was ? was->st_mode & 0777 : 0600);
         if (fd < 0)
                 return ds_fail(err, -errno, "create %s", tmp);
         int rc = 0;
+        if (was && geteuid() == 0 && fchown(fd, was->st_uid, was->st_gid) < 0)
+                rc = ds_fail(err, -errno, "chown %s", tmp);
+        if (was && fchmod(fd, was->st_mode & 0777) < 0) /* beyond the umask */
+                rc = ds_fail(err, -errno, "chmod %s", tmp);
         for (size_t done = 0; rc == 0 && done < len;) {
                 ssize_t n = write(fd, text + done, len - done);
                 if (n < 0 && errno != EINTR)
@@ -202,12 +260,22 @@ static int replace_file(const char *path, const char *text, size_t len, mode_t m
         return rc;
 }
 
-int xftpd_users_add(const char *path, const char *name, const char *password, struct ds_error *err)
+int xftpd_users_add(const char *path, const char *name, const char *password, const char *home,
+                    bool read_only, struct ds_error *err)
 {
         if (!xftpd_user_name_ok(name))
                 return ds_fail(err, 0, "'%s' is not a user name (1 to %u of A-Z a-z 0-9 . _ -)",
                                name, XFTPD_USER_NAME_MAX),
                        -EINVAL;
+        if (home && !xftpd_users_root_ok(home))
+                return ds_fail(err, 0,
+                               "--home %s: expected absolute directories separated by commas",
+                               home),
+                       -EINVAL;
+        /* What follows the hash: given, or else the line's own (a new password keeps them). */
+        char fields[DS_STORE_PATH_MAX + 8] = "";
+        if (home || read_only)
+                snprintf(fields, sizeof(fields), ":%s%s", home ? home : "", read_only ? ":ro" : "");
         char salt[CRYPT_GENSALT_OUTPUT_SIZE];
         struct crypt_data data = {0};
         if (!crypt_gensalt_rn("$y$", 0, NULL, 0, salt, sizeof(salt)))
@@ -226,7 +294,7 @@ int xftpd_users_add(const char *path, const char *name, const char *password, st
         char *old = exists && rc == 0 ? read_bounded(path, &rc, err) : NULL;
         if (rc < 0)
                 return rc;
-        size_t cap = (old ? strlen(old) + 1 : 0) + strlen(name) + strlen(hash) + 3;
+        size_t cap = (old ? strlen(old) + 1 : 0) + strlen(name) + strlen(hash) + strlen(fields) + 3;
         char *text = malloc(cap);
         size_t used = 0, name_len = strlen(name);
         bool placed = false;
@@ -235,15 +303,17 @@ int xftpd_users_add(const char *path, const char *name, const char *password, st
                 if (*next)
                         *next++ = '\0';
                 bool mine = strncmp(line, name, name_len) == 0 && line[name_len] == ':';
-                used += (size_t)snprintf(text + used, cap - used, "%s%s%s\n", mine ? name : line,
-                                         mine ? ":" : "", mine ? hash : "");
+                const char *kept = mine ? strchr(line + name_len + 1, ':') : NULL;
+                const char *rest = !mine ? "" : fields[0] || !kept ? fields : kept;
+                used += (size_t)snprintf(text + used, cap - used, "%s%s%s%s\n", mine ? name : line,
+                                         mine ? ":" : "", mine ? hash : "", rest);
                 placed |= mine;
         }
         if (text && !placed)
-                used += (size_t)snprintf(text + used, cap - used, "%s:%s\n", name, hash);
+                used += (size_t)snprintf(text + used, cap - used, "%s:%s%s\n", name, hash, fields);
         explicit_bzero(&data, sizeof(data));
         free(old);
-        rc = text ? replace_file(path, text, used, exists ? sb.st_mode & 0777 : 0600, err)
+        rc = text ? replace_file(path, text, used, exists ? &sb : NULL, err)
                   : ds_fail(err, -ENOMEM, "users file");
         free(text);
         return rc;
