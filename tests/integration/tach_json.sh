@@ -103,12 +103,14 @@ mkdir -p "$work/d0" "$work/d1" "$work/d2"
 head -c 48M /dev/urandom >"$work/src"
 "$tach" -i 0.1 --json >"$work/stripe-looks.json" 2>"$work/tach.err" &
 tach_pid=$!
-# tach looks before the put starts: on a loaded machine a put could end before its first look
+# tach is looking before the put starts
 for _ in $(seq 100); do
 	[ -s "$work/stripe-looks.json" ] && break
 	sleep 0.05
 done
-"$DS_BIN/stripe" put "$work/src" "$work/d0,$work/d1,$work/d2" big >/dev/null ||
+# Through a pipe that pauses half way: a put from a fast disk can end within one look.
+{ head -c 24M "$work/src"; sleep 0.5; tail -c +$(((24 << 20) + 1)) "$work/src"; } |
+	"$DS_BIN/stripe" put - "$work/d0,$work/d1,$work/d2" big >/dev/null ||
 	fail "stripe put failed"
 for _ in $(seq 50); do
 	tail -1 "$work/stripe-looks.json" | jq -e '.sessions[] | select(.tool == "stripe" and .state == "ended")' \
