@@ -205,6 +205,17 @@ port = int(ftp.sendcmd('EPSV').split('|||')[1].split('|')[0])
 assert port == 40321, port
 PY
 pass "a config file reloaded: broken, logged and kept; port ignored (logged); pasv-ports taken"
+# Settings a restart changes (root, listen) outlive the text of the file they came from.
+for round in 1 2 3; do
+	kill -HUP "$conf_pid" 2>/dev/null ||
+		fail "the listener died of reload $round: $(tail -3 "$work/xftpd.log")"
+	sleep 0.3
+done
+kill -0 "$conf_pid" 2>/dev/null || fail "the listener died of its reloads: $(tail -3 "$work/xftpd.log")"
+ftplib 16532 <<'PY' || fail "served after three more reloads"
+ftp.sendcmd('NOOP')
+PY
+pass "the listener reloads the config file again and again, and serves"
 kill "$conf_pid"
 wait "$conf_pid" || true
 

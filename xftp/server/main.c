@@ -117,6 +117,17 @@ static bool differ(const char *a, const char *b)
 
 /* The settings a running listener cannot take: they hold its socket, its store, its
  * user, its shared tables. A change is logged and the old value kept. */
+/* The settings only a restart changes outlive the config text they were cut from: a
+ * reload frees that text and keeps them (keep_restart_only). Called once, at start. */
+static void own_restart_only(struct options *o)
+{
+        const char **held[] = {&o->listen_addr, &o->roots, &o->run_as};
+
+        for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+                if (*held[i] && !(*held[i] = strdup(*held[i])))
+                        errx(1, "out of memory");
+}
+
 static void keep_restart_only(const struct options *old, struct options *o)
 {
         const struct {
@@ -331,6 +342,7 @@ int main(int argc, char **argv)
         sv.argc = ds_live_take_option(argc, argv);
         sv.argv = argv;
         xftpd_options_parse(sv.argc, argv, xftpd_options_read_config(sv.argc, argv), &sv.o);
+        own_restart_only(&sv.o);
         const struct options *o = &sv.o;
         xftpd_log_open(o->syslog);
         if (o->users_file && xftpd_users_load(&sv.users, o->users_file, &err) < 0)
