@@ -73,9 +73,27 @@ for _ in range(50):
 assert code == 229, text
 port = int(re.search(r'\|\|\|(\d+)\|', text).group(1))
 assert port in (40200, 40201), text
+
+# The range serves transfer after transfer: a port a transfer left in TIME_WAIT is free.
+b.sock.close()
+for i in range(6):
+    for _ in range(50):
+        third.send('EPSV')
+        code, text = third.reply()
+        if code == 229:
+            break
+        time.sleep(0.1)  # b's session is still ending
+    assert code == 229, 'transfer %d: %s' % (i, text)
+    port = int(re.search(r'\|\|\|(\d+)\|', text).group(1))
+    data = socket.create_connection(('127.0.0.1', port), timeout=20)
+    third.expect(150, 'RETR f.bin')
+    while data.recv(1 << 20):
+        pass
+    data.close()
+    third.expect(226)
 PY
 pass "twelve PASV and EPSV replies in 40100-40109, PASV naming 198.51.100.7; a transfer through one"
-pass "all passive ports taken: 425, and a freed one is used again"
+pass "all passive ports taken: 425, a freed one is used again; two ports serve six transfers in a row"
 
 # A get, a put, and a denied RETR.
 ftplib 16481 <<'PY' || fail "transfers"

@@ -322,6 +322,11 @@ static int bind_in_range(int fd, struct ds_ftp_addr *addr, const struct ds_data_
         }
         unsigned span = (unsigned)opts->port_hi - opts->port_lo + 1;
         unsigned first = (unsigned)(ds_now_ns() ^ ((uint64_t)getpid() << 16)) % span;
+        /* A transfer's end leaves its port in TIME_WAIT for a minute: without this, a range
+         * of N ports would serve N transfers a minute. A listening port stays refused. */
+        int on = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
+                return -errno;
 
         for (unsigned i = 0; i < span; i++) {
                 ds_ftp_addr_set_port(addr, (uint16_t)(opts->port_lo + (first + i) % span));
