@@ -114,6 +114,12 @@ try:
     raise AssertionError('a short upload was complete')
 except ftplib.error_temp as e:
     assert str(e).startswith('451'), e
+# Names that would drive a terminal or break a line in a viewer: raw and UTF-8 C1 CSI,
+# U+2028, and a space that would split an xferlog field.
+ftp.encoding = 'latin-1'
+for name in ('raw\x9b2J', 'utf\xc2\x9b2J', 'sep\xe2\x80\xa8fake line', 'two words'):
+    ftp.storbinary('STOR ' + name, io.BytesIO(b'hi'))
+ftp.encoding = 'utf-8'
 try:
     ftp.retrbinary('RETR secret', lambda b: None)
     raise AssertionError('RETR secret succeeded')
@@ -143,8 +149,15 @@ grep -Eq "^$day [0-9]+ 127\.0\.0\.1 300000 /up\.bin b _ i r $user ftp 0 \* c$" "
 	fail "the put is not in the xferlog"
 grep -Eq "^$day [0-9]+ 127\.0\.0\.1 300000 /part\.bin b _ i r $user ftp 0 \* i$" "$work/xfer.log" ||
 	fail "the short upload is not in the xferlog as incomplete"
-[ "$(wc -l <"$work/xfer.log")" -eq 4 ] || fail "the xferlog has lines beyond the four transfers"
+for name in 'raw_2J' 'utf_2J' 'sep_fake_line' 'two_words'; do
+	grep -Eq "^$day [0-9]+ 127\.0\.0\.1 2 /$name b _ i r $user ftp 0 \* c$" "$work/xfer.log" ||
+		fail "the upload of $name is not one clean xferlog line: $(cat -v "$work/xfer.log")"
+done
+[ "$(wc -l <"$work/xfer.log")" -eq 8 ] || fail "the xferlog has lines beyond the eight transfers"
 pass "--xferlog: one wu-ftpd line per transfer, o for a get, i for a put, c or i for complete"
+! LC_ALL=C grep -q -P '\x9b|\xe2\x80[\xa8\xa9]' "$work/xftpd.log" "$work/xfer.log" ||
+	fail "a C1 control or a line separator reached a log: $(grep -a 2J "$work/xftpd.log" | cat -v)"
+pass "C1 controls and line separators in names reach neither log"
 
 # --syslog: the lines go to /dev/log, facility ftp, and none to stderr. As root, in a mount
 # namespace of its own whose /dev is a fresh tmpfs, a socket of the test's is /dev/log.

@@ -53,6 +53,10 @@ static void test_show_replaces_c1_controls_in_every_form(void **state)
                      "b\xe0\x82\x9b"
                      "c",
                      false, "a??b???c");
+        /* U+2028 and U+2029: viewers break lines there */
+        expect_shown("a\xe2\x80\xa8"
+                     "b\xe2\x80\xa9",
+                     true, "a?b?");
 }
 
 static void test_show_keeps_whole_utf8_characters(void **state)

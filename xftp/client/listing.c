@@ -2,6 +2,8 @@
  * passing a control byte on. */
 #include "listing.h"
 
+#include "text.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,27 +65,6 @@ int listing_size_fact(const char *line, uint64_t *size)
         return -ENOENT;
 }
 
-/* The length of the UTF-8 character at text[i] (of len bytes) when it is whole and
- * shortest, with its code point in *code; 0 for a byte that starts no such character. */
-static size_t utf8_char(const unsigned char *text, size_t i, size_t len, uint32_t *code)
-{
-        static const uint32_t shortest[5] = {0, 0, 0x80, 0x800, 0x10000};
-        unsigned char lead = text[i];
-        size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
-
-        if (need == 0 || lead > 0xf4 || need > len - i)
-                return 0;
-        *code = lead & (0x7fu >> need);
-        for (size_t k = 1; k < need; k++) {
-                if ((text[i + k] & 0xc0) != 0x80)
-                        return 0;
-                *code = *code << 6 | (text[i + k] & 0x3fu);
-        }
-        if (*code < shortest[need] || *code > 0x10ffff || (*code >= 0xd800 && *code <= 0xdfff))
-                return 0;
-        return need;
-}
-
 void listing_show(FILE *out, const char *text, size_t len, bool lines)
 {
         const unsigned char *bytes = (const unsigned char *)text;
@@ -92,20 +73,13 @@ void listing_show(FILE *out, const char *text, size_t len, bool lines)
                 unsigned char c = bytes[i];
                 if (lines && c == '\r' && i + 1 < len && text[i + 1] == '\n')
                         continue;
-                if (c >= 0x80) {
-                        /* Whole characters pass; a C1 control (U+0080..U+009F, which
-                         * terminals obey as they do ESC) is one '?', a byte that starts no
-                         * whole character another. */
-                        uint32_t code;
-                        size_t n = utf8_char(bytes, i, len, &code);
-                        if (n > 0 && code > 0x9f)
-                                fwrite(text + i, 1, n, out);
-                        else
-                                putc('?', out);
-                        i += n > 0 ? n - 1 : 0;
-                        continue;
-                }
                 bool kept = lines && (c == '\n' || c == '\t');
-                putc((c < 0x20 && !kept) || c == 0x7f ? '?' : c, out);
+                int shown;
+                size_t n = xftp_text_char(bytes, i, len, &shown);
+                if (n > 0 && (shown || kept))
+                        fwrite(text + i, 1, n, out);
+                else
+                        putc('?', out); /* one for a whole character not shown */
+                i += n > 0 ? n - 1 : 0;
         }
 }

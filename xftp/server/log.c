@@ -1,6 +1,8 @@
 /* xftpd's log lines and its transfer log (log.h). */
 #include "log.h"
 
+#include "text.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -51,11 +53,9 @@ void xftpd_log(int priority, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        /* Names come from clients: no control byte of theirs reaches a terminal or forges
-         * a line. */
-        for (char *p = text; *p; p++)
-                if ((unsigned char)*p < ' ' || *p == 0x7f)
-                        *p = '?';
+        /* Names come from clients: no control character of theirs (C0, DEL, C1, a line
+         * separator) reaches a terminal or forges a line. */
+        xftp_text_clean(text, '?');
         log_text(priority, text);
 }
 
@@ -108,14 +108,15 @@ void xftpd_xferlog_write(int fd, const struct xftpd_xfer_record *rec)
         char line[4608], name[4096], stamp[32], host[64];
         time_t now = time(NULL);
         struct tm tm;
-        size_t n = 0;
 
         if (fd < 0)
                 return;
-        name[n++] = '/';
-        for (const char *p = rec->path; *p && n < sizeof(name) - 1; p++)
-                name[n++] = (unsigned char)*p <= ' ' || *p == 0x7f ? '_' : *p;
-        name[n] = '\0';
+        /* Fields are split at spaces: a name's spaces and control characters are '_'. */
+        snprintf(name, sizeof(name), "/%s", rec->path);
+        xftp_text_clean(name, '_');
+        for (char *p = name; *p; p++)
+                if (*p == ' ')
+                        *p = '_';
         host_only(rec->host, host, sizeof(host));
         localtime_r(&now, &tm);
         strftime(stamp, sizeof(stamp), "%a %b %e %H:%M:%S %Y", &tm);
