@@ -46,20 +46,22 @@ static int read_line(struct ftp *ftp, char *line, size_t room, uint64_t deadline
                                        room - 1),
                                -EPROTO;
                 int left = ftp->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
-                int rc = left == 0 ? -ETIMEDOUT : ds_data_wait(ftp->fd, POLLIN, left, ftp->stop);
+                int rc = left == 0 ? -ETIMEDOUT : ds_xconn_wait(&ftp->ctl, POLLIN, left, ftp->stop);
+                if (rc == 0)
+                        rc = -ETIMEDOUT;
                 if (rc < 0)
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
                                        rc == -ETIMEDOUT ? "%s: no reply within %d ms"
                                                         : "%s: waiting for a reply",
                                        ftp->host, ftp->timeout_ms),
                                rc;
-                ssize_t n = recv(ftp->fd, ftp->in + ftp->in_len, sizeof(ftp->in) - ftp->in_len,
-                                 MSG_DONTWAIT);
+                ssize_t n = ds_xconn_recv(&ftp->ctl, ftp->in + ftp->in_len,
+                                          sizeof(ftp->in) - ftp->in_len, MSG_DONTWAIT);
                 if (n == 0)
                         return ds_fail(err, 0, "%s closed the control connection", ftp->host),
                                -ECONNRESET;
-                if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return ds_fail(err, -errno, "%s: control connection", ftp->host);
+                if (n < 0 && n != -EAGAIN && n != -EINTR)
+                        return ds_fail(err, (int)n, "%s: control connection", ftp->host);
                 if (n > 0)
                         ftp->in_len += (size_t)n;
         }
@@ -120,7 +122,7 @@ static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
 
         if (n < 0 || (size_t)n >= sizeof(buf))
                 return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
-        return ds_data_write_all(ftp->fd, buf, (size_t)n, &opts, err);
+        return ds_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
 }
 
 static int vsend(struct ftp *ftp, struct ds_error *err, const char *fmt, va_list ap)
@@ -216,15 +218,18 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         ftp->stop = stop;
         ftp->mode = 'S';
         ftp->streams = 1;
-        ftp->fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
-        if (ftp->fd < 0)
-                return ftp->fd;
+        int fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
+        if (fd < 0) {
+                ds_xconn_none(&ftp->ctl);
+                return fd;
+        }
+        ds_xconn_plain(&ftp->ctl, fd);
         /* A command goes out at once, not after the ACK of the one before (Nagle). */
         int on = 1;
-        setsockopt(ftp->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        int rc = ds_ftp_addr_local(ftp->fd, &ftp->local);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        int rc = ds_ftp_addr_local(fd, &ftp->local);
         if (rc == 0)
-                rc = ds_ftp_addr_peer(ftp->fd, &ftp->peer);
+                rc = ds_ftp_addr_peer(fd, &ftp->peer);
         if (rc < 0) {
                 ds_fail(err, rc, "%s: control connection", host);
                 goto failed;
@@ -251,8 +256,7 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         read_features(ftp, err);
         return 0;
 failed:
-        close(ftp->fd);
-        ftp->fd = -1;
+        ds_xconn_close(&ftp->ctl);
         return rc;
 }
 
@@ -261,13 +265,12 @@ void ftp_close(struct ftp *ftp)
         struct ds_error ignored;
         int timeout_ms = ftp->timeout_ms;
 
-        if (ftp->fd < 0)
+        if (ftp->ctl.fd < 0)
                 return;
         ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
         ftp_cmd(ftp, &ignored, "QUIT");
         ftp->timeout_ms = timeout_ms;
-        close(ftp->fd);
-        ftp->fd = -1;
+        ds_xconn_close(&ftp->ctl);
 }
 
 /* A command that must get a 2xx reply. */
@@ -343,12 +346,17 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
         return passive_at(ftp, ds_ftp_addr_port(&named), addr);
 }
 
-int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
-                struct ds_error *err)
+int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                const struct ds_data_opts *opts, struct ds_error *err)
 {
         struct ds_ftp_addr addr;
-        int rc = ftp_passive_addr(ftp, &addr, err);
-        return rc < 0 ? rc : ds_data_connect(&addr, NULL, fds, n, opts, err);
+        int fds[DS_MODEE_MAX_STREAMS];
+        int rc = n > DS_MODEE_MAX_STREAMS ? -EINVAL : ftp_passive_addr(ftp, &addr, err);
+        if (rc == 0)
+                rc = ds_data_connect(&addr, NULL, fds, n, opts, err);
+        for (unsigned i = 0; i < n && i < DS_MODEE_MAX_STREAMS; i++)
+                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
+        return rc;
 }
 
 int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)

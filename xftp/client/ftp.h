@@ -10,6 +10,7 @@
 
 #include "dataconn.h"
 #include "hash.h"
+#include "xconn.h"
 
 struct ds_error;
 
@@ -29,7 +30,7 @@ struct ftp_features {
 };
 
 struct ftp {
-        int fd;
+        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
@@ -69,9 +70,9 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err);
 
 /* Passive data connections: EPSV (or PASV where EPSV is refused), then n connections to
  * the control connection's host at the port the server gave. Returns 0 or a negative
- * errno; fds get the connections. */
-int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
-                struct ds_error *err);
+ * errno; conns get the connections. */
+int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                const struct ds_data_opts *opts, struct ds_error *err);
 /* Asks for a passive address: EPSV or PASV; *addr gets the control connection's peer at
  * the port the server named, never a host the server named (that would make xftp, or a
  * server xftp points at it, connect to a third host). Returns 0 or a negative errno. */

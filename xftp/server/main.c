@@ -310,8 +310,10 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                 why = refusal;
         }
         if (why) {
-                (void)!send(fd, why, strlen(why), MSG_NOSIGNAL | MSG_DONTWAIT);
-                close(fd);
+                struct ds_xconn ctl;
+                ds_xconn_plain(&ctl, fd);
+                (void)!ds_xconn_send(&ctl, why, strlen(why), MSG_DONTWAIT);
+                ds_xconn_close(&ctl);
                 return;
         }
         unsigned slot = guard_sessions_free_slot(table);
@@ -383,7 +385,6 @@ static int serve(int listen_fd, const struct options *o, struct throttle *thrott
 
 int main(int argc, char **argv)
 {
-        static atomic_bool stop;
         struct options o;
         struct ds_error err;
         struct ds_store *store;
@@ -408,7 +409,7 @@ int main(int argc, char **argv)
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o.roots, ","), o.roots);
         if (guard_drop_privileges(o.run_as, first_root, o.allow_root, &err) < 0)
                 errx(1, "%s", err.text);
-        ds_cli_catch_stop(&stop);
+        ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */
         xftpd_session_catch_ban();
         struct ds_shared_budget *budget;
         rc = ds_shared_budget_create(&budget, o.max_mem, o.max_sessions);
@@ -426,7 +427,6 @@ int main(int argc, char **argv)
             .data_ms = o.data_ms,
             .max_fails = o.max_fails,
             .fail_report_fd = throttle.report_fd[1],
-            .stop = &stop,
             .budget = budget,
         };
         unsigned width = ds_store_width(store);

@@ -9,6 +9,7 @@
 #include "dataconn.h"
 #include "hash.h"
 #include "store.h"
+#include "xconn.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,7 +32,6 @@ struct xftpd_config {
         int data_ms;                     /* deadline of each data connection's set-up */
         unsigned max_fails;              /* failed logins before the session ends */
         int fail_report_fd;              /* tells the listener of each failed login */
-        atomic_bool *stop;               /* SIGTERM / SIGINT */
         /* Transfer buffers of all sessions together (--max-mem): each takes its share
          * before a transfer and gives it back after, in its own slot, which the listener
          * sets in the session's copy of this config once forked. */
@@ -51,7 +51,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl);
 /* The session's state, shared by session.c (commands) and transfer.c (data). */
 struct session {
         const struct xftpd_config *config;
-        int ctl;
+        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
         struct ds_ftp_addr local, peer;
         char peer_text[64];
 
