@@ -2,6 +2,8 @@
  * buffer with a deadline on each, and everything in them is checked before use. */
 #include "ftp.h"
 
+#include "xtls.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -208,8 +210,73 @@ static void read_features(struct ftp *ftp, struct ds_error *err)
                         note_feature(&ftp->feat, line + 1);
 }
 
+/* AUTH TLS and the handshake, as tls says. A server that refuses AUTH TLS is served in
+ * the clear unless TLS is required; a certificate that fails its check ends the session
+ * either way, before the login. */
+static int start_tls(struct ftp *ftp, const struct ftp_tls_opts *tls, struct ds_error *err)
+{
+        if (!tls || tls->mode == FTP_TLS_NEVER)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "AUTH TLS");
+        if (rc >= 0 && rc != 234 && tls->mode == FTP_TLS_AUTO)
+                return 0;
+        if (rc >= 0 && rc != 234)
+                return ds_fail(err, 0, "%s offers no TLS (--tls): %s", ftp->host, ftp->reply),
+                       -EPROTONOSUPPORT;
+        if (rc >= 0)
+                rc = ds_tls_client(&ftp->tls, tls->ca_file, tls->insecure, err);
+        if (rc >= 0)
+                rc = ds_tls_start(&ftp->ctl, 1, ftp->tls, false, ftp->host, NULL, ftp->timeout_ms,
+                                  ftp->stop, err);
+        if (rc < 0 && err->text[0] && strncmp(err->text, ftp->host, strlen(ftp->host)) != 0) {
+                char why[sizeof(err->text)];
+                snprintf(why, sizeof(why), "%s", err->text);
+                ds_fail(err, 0, "%s: %s", ftp->host, why);
+        }
+        return rc < 0 ? rc : 0;
+}
+
+/* After the login under TLS: PBSZ 0 and PROT P, so the data is TLS too. */
+static int protect_data(struct ftp *ftp, struct ds_error *err)
+{
+        if (!ftp->tls)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "PBSZ 0");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PBSZ 0: %s", ftp->host, ftp->reply), -EPROTO;
+        if (rc >= 0)
+                rc = ftp_cmd(ftp, err, "PROT P");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PROT P: %s", ftp->host, ftp->reply), -EPROTO;
+        return rc < 0 ? rc : 0;
+}
+
+int ftp_data_clear(struct ftp *ftp, struct ds_error *err)
+{
+        if (!ftp->tls)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "PROT C");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PROT C: %s", ftp->host, ftp->reply), -EPROTO;
+        if (rc >= 0)
+                ftp->tls_data_clear = true;
+        return rc < 0 ? rc : 0;
+}
+
+int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err)
+{
+        if (!ftp->tls || ftp->tls_data_clear)
+                return 0;
+        int rc = ds_tls_start(conns, n, ftp->tls, false, ftp->host, &ftp->ctl, ftp->timeout_ms,
+                              ftp->stop, err);
+        if (rc == 0)
+                ftp->data_kernel = conns[0].kernel;
+        return rc;
+}
+
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
-             int timeout_ms, atomic_bool *stop, struct ds_error *err)
+             int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
+             struct ds_error *err)
 {
         memset(ftp, 0, sizeof(*ftp));
         snprintf(ftp->host, sizeof(ftp->host), "%s", host);
@@ -243,6 +310,9 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
                 rc = (ds_fail(err, 0, "%s: %s", host, ftp->reply), -ECONNREFUSED);
         if (rc < 0)
                 goto failed;
+        rc = start_tls(ftp, tls, err);
+        if (rc < 0)
+                goto failed;
         rc = ftp_cmd(ftp, err, "USER %s", user);
         if (rc == 331 || rc == 332)
                 rc = ftp_cmd(ftp, err, "PASS %s", pass);
@@ -253,10 +323,15 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         }
         if (rc < 0)
                 goto failed;
+        rc = protect_data(ftp, err);
+        if (rc < 0)
+                goto failed;
         read_features(ftp, err);
         return 0;
 failed:
         ds_xconn_close(&ftp->ctl);
+        ds_tls_free(ftp->tls);
+        ftp->tls = NULL;
         return rc;
 }
 
@@ -271,6 +346,8 @@ void ftp_close(struct ftp *ftp)
         ftp_cmd(ftp, &ignored, "QUIT");
         ftp->timeout_ms = timeout_ms;
         ds_xconn_close(&ftp->ctl);
+        ds_tls_free(ftp->tls);
+        ftp->tls = NULL;
 }
 
 /* A command that must get a 2xx reply. */

@@ -29,8 +29,24 @@ struct ftp_features {
         bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
 };
 
+/* FTPS (RFC 4217): when the control connection turns TLS. */
+enum ftp_tls_mode {
+        FTP_TLS_AUTO,    /* whenever the server takes AUTH TLS */
+        FTP_TLS_REQUIRE, /* --tls: a server without it is an error, nothing sent in clear */
+        FTP_TLS_NEVER,   /* --no-tls */
+};
+
+struct ftp_tls_opts {
+        enum ftp_tls_mode mode;
+        const char *ca_file; /* --cacert; NULL: the system's CAs */
+        bool insecure;       /* -k: no certificate check */
+};
+
 struct ftp {
         struct ds_xconn ctl; /* the control connection; every byte of it passes here */
+        struct ds_tls *tls;  /* the TLS context once AUTH TLS succeeded, else NULL */
+        bool data_kernel;    /* the last TLS data connection was the kernel's (kTLS) */
+        bool tls_data_clear; /* PROT C sent: data connections in the clear */
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
@@ -49,7 +65,16 @@ struct ftp {
 /* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT. Returns 0,
  * or a negative errno with err filled (-EACCES: login refused). */
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
-             int timeout_ms, atomic_bool *stop, struct ds_error *err);
+             int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
+             struct ds_error *err);
+
+/* Under TLS, the handshakes of data connections just opened (after the 1xx reply to the
+ * transfer command, as RFC 4217 orders it), resuming the control connection's session;
+ * nothing without TLS. Returns 0 or a negative errno with err filled and conns closed. */
+int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err);
+/* Under TLS, PROT C: the next data connections in the clear (a server-to-server copy).
+ * Returns 0 or a negative errno. */
+int ftp_data_clear(struct ftp *ftp, struct ds_error *err);
 /* QUIT (best effort) and close. */
 void ftp_close(struct ftp *ftp);
 

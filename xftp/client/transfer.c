@@ -97,6 +97,8 @@ static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, 
         rc = rest(ftp, offset, err);
         if (rc == 0)
                 rc = start_transfer(ftp, verb, remote, err);
+        if (rc == 0)
+                rc = ftp_secure_data(ftp, conns, n, err);
         if (rc < 0)
                 ds_xconn_close_all(conns, n);
         return rc;
@@ -399,6 +401,8 @@ static int fetch_listing(struct ftp *ftp, const char *verb, const char *path, si
         if (rc < 0)
                 return rc;
         rc = start_transfer(ftp, verb, path, err);
+        if (rc == 0)
+                rc = ftp_secure_data(ftp, &conn, 1, err);
         if (rc < 0) {
                 ds_xconn_close(&conn);
                 return rc;
@@ -591,6 +595,12 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         if (rc == -ENOENT)
                 return ds_fail(err, 0, "%s: no such file on %s", src_path, src->host), -ENOENT;
+        /* Server to server under TLS would need one of them to be the TLS client (SSCN,
+         * which few servers have): the data goes in the clear where the servers allow it. */
+        if (rc == 0)
+                rc = ftp_data_clear(src, err);
+        if (rc == 0)
+                rc = ftp_data_clear(dst, err);
         if (rc == 0)
                 rc = ftp_prepare(src, n, err);
         if (rc == 0)

@@ -4,6 +4,7 @@
 #include "session.h"
 #include "throttle.h"
 #include "users.h"
+#include "xtls.h"
 
 #include <dragstrip/cli.h>
 #include <dragstrip/clock.h>
@@ -57,6 +58,10 @@ static void usage(void)
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
+            "  --tls-cert FILE        certificate chain (PEM): offer FTPS, AUTH TLS\n"
+            "  --tls-key FILE         its private key (PEM), read before privileges drop\n"
+            "  --tls-required         refuse USER before AUTH TLS (530) and data\n"
+            "                         connections without PROT P (521)\n"
             "  --no-stats             publish no live counters for tach\n"
             "  -h, --help             this text;  --version  the version\n");
 }
@@ -64,7 +69,8 @@ static void usage(void)
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as;
-        bool anonymous, allow_root, direct_reads, fxp;
+        const char *tls_cert, *tls_key;
+        bool anonymous, allow_root, direct_reads, fxp, tls_required;
         size_t block;
         uint64_t max_mem;
         unsigned max_sessions, max_per_host, max_fails, max_host_fails;
@@ -90,6 +96,9 @@ enum {
         OPT_DIRECT_READS,
         OPT_FXP,
         OPT_MAX_MEM,
+        OPT_TLS_CERT,
+        OPT_TLS_KEY,
+        OPT_TLS_REQUIRED,
         OPT_VERSION
 };
 
@@ -217,6 +226,15 @@ static void take_option(int c, char **argv, struct options *o, const char **add_
         case OPT_ADD_USER:
                 *add_file = optarg;
                 break;
+        case OPT_TLS_CERT:
+                o->tls_cert = optarg;
+                break;
+        case OPT_TLS_KEY:
+                o->tls_key = optarg;
+                break;
+        case OPT_TLS_REQUIRED:
+                o->tls_required = true;
+                break;
         case 'h':
                 usage();
                 exit(0);
@@ -251,6 +269,9 @@ static void parse_options(int argc, char **argv, struct options *o)
             {"direct-reads", no_argument, NULL, OPT_DIRECT_READS},
             {"fxp", no_argument, NULL, OPT_FXP},
             {"add-user", required_argument, NULL, OPT_ADD_USER},
+            {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+            {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+            {"tls-required", no_argument, NULL, OPT_TLS_REQUIRED},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, OPT_VERSION},
             {NULL, 0, NULL, 0},
@@ -282,6 +303,10 @@ static void parse_options(int argc, char **argv, struct options *o)
                 errx(2, "--root is required (try 'xftpd --help')");
         if (!o->users_file && !o->anonymous)
                 errx(2, "--users FILE is required, or --anonymous for a read-only server");
+        if (!o->tls_cert != !o->tls_key)
+                errx(2, "--tls-cert and --tls-key go together");
+        if (o->tls_required && !o->tls_cert)
+                errx(2, "--tls-required needs --tls-cert FILE and --tls-key FILE");
         /* Less than one plain transfer's buffers (depth 4, xfer.h) would refuse them all:
          * given, that is a mistake; by default, one transfer at a time is the least. */
         uint64_t one_transfer = 4 * (uint64_t)o->block;
@@ -395,6 +420,9 @@ int main(int argc, char **argv)
         parse_options(argc, argv, &o);
         if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0)
                 errx(1, "%s", err.text);
+        struct ds_tls *tls = NULL; /* before the drop: the key may be root's alone */
+        if (o.tls_cert && ds_tls_server(&tls, o.tls_cert, o.tls_key, &err) < 0)
+                errx(1, "%s", err.text);
         if (ds_store_open(&store, o.roots, o.direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
                 errx(1, "%s", err.text);
         int listen_fd = ds_net_listen(o.listen_addr, o.port, SOCK_STREAM, &err);
@@ -428,6 +456,8 @@ int main(int argc, char **argv)
             .max_fails = o.max_fails,
             .fail_report_fd = throttle.report_fd[1],
             .budget = budget,
+            .tls = tls,
+            .tls_required = o.tls_required,
         };
         unsigned width = ds_store_width(store);
         fprintf(stderr, "xftpd: serving %s%s on port %u\n", o.roots, width > 1 ? " (striped)" : "",
@@ -438,5 +468,6 @@ int main(int argc, char **argv)
         ds_shared_budget_destroy(budget);
         ds_store_close(store);
         xftpd_users_free(users);
+        ds_tls_free(tls);
         return status;
 }

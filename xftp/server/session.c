@@ -1,6 +1,8 @@
 /* A session's control connection: reading lines with deadlines, login, and the commands
  * that move no data. transfer.c has the ones that do. */
 #include "session.h"
+
+#include "ftps.h"
 #include "throttle.h"
 #include "users.h"
 
@@ -416,6 +418,7 @@ static void cmd_feat(struct session *s)
         for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
                 session_reply(s, " %s", lines[i]);
         session_reply(s, " HASH %s", hashes);
+        ftps_feat(s);
         session_reply(s, "211 End");
 }
 
@@ -467,6 +470,8 @@ static void cmd_stat(struct session *s, const char *arg)
 /* Commands allowed before login. Returns true when handled. */
 static bool before_login(struct session *s, const struct xftpd_cmd *cmd, bool *end)
 {
+        if (ftps_command(s, cmd))
+                return true;
         switch (cmd->verb) {
         case V_USER:
                 cmd_user(s, cmd->arg);
@@ -654,6 +659,8 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         /* Replies go out at once: with Nagle, the second line of a reply (FEAT's, or a 226
          * after a 150) waited for the client's delayed ACK, 40 ms a time. */
         setsockopt(ctl, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        if (ftps_session_init(s) < 0)
+                return -EIO;
         if (ds_live_open(&s->live, "xftpd", "serve", "tcp", NULL, &err) == 0) {
                 ds_live_set_peer(s->live, s->peer_text);
                 ds_live_set_msg_size(s->live, config->block);

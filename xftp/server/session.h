@@ -18,6 +18,7 @@
 
 struct ds_live;
 struct ds_shared_budget;
+struct ds_tls;
 struct xftpd_users;
 
 /* What every session of one server shares, read-only. */
@@ -37,6 +38,8 @@ struct xftpd_config {
          * sets in the session's copy of this config once forked. */
         struct ds_shared_budget *budget;
         unsigned budget_slot;
+        struct ds_tls *tls; /* NULL: no FTPS (no --tls-cert) */
+        bool tls_required;  /* --tls-required */
 };
 
 /* Called once in the listener, before any session starts: SIGUSR1, which the listener
@@ -72,6 +75,8 @@ struct session {
         int pasv_fd;               /* PASV/EPSV listener, -1 */
         struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
         bool epsv_all;
+        bool pbsz;   /* PBSZ 0 came after AUTH TLS */
+        bool prot_p; /* PROT P: data connections are TLS */
 
         /* The control connection's input: filled by the session, and during a transfer by
          * its watcher (one at a time). */

@@ -4,6 +4,8 @@
  * connection so that ABOR, a hang-up or SIGTERM cut the transfer. */
 #include "session.h"
 
+#include "ftps.h"
+
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
 #include <dragstrip/serve.h>
@@ -151,6 +153,8 @@ static int open_data(struct session *s, struct ds_xconn *conns, unsigned n)
         int fds[DS_MODEE_MAX_STREAMS];
         int rc;
 
+        if (ftps_data_refused(s))
+                return -EACCES;
         if (s->pasv_fd >= 0) {
                 /* A third host that races the client for the port gets nothing. */
                 struct ds_data_refused refused = {0};
@@ -370,8 +374,13 @@ static int run_job(struct session *s, struct job *job)
         struct watch w;
 
         job->opts.block = s->config->block;
+        /* TLS in user space cannot sendfile: budget for buffers, whatever the kernel does. */
+        unsigned flags = job->opts.flags;
+        if (s->prot_p)
+                job->opts.flags |= DS_XFER_NO_SENDFILE;
         uint64_t need =
             ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
+        job->opts.flags = flags;
         if (!budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_start(&w, s);
@@ -385,6 +394,9 @@ static int run_job(struct session *s, struct job *job)
         if (rc == 0) {
                 session_reply(s, "150 Opening %s data connection%s.",
                               mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
+                rc = ftps_secure_data(s, conns, n, &job->err);
+        }
+        if (rc == 0 && job->connected) {
                 job->opts.idle_ms = s->config->idle_ms;
                 job->opts.stop = &s->xfer_stop;
                 job->opts.live = s->live ? ds_live_segment(s->live) : NULL;
@@ -651,10 +663,13 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
         } else if (watch_start(&w, s) == 0) {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
                 if (open_data(s, &conn, 1) == 0) {
+                        struct ds_error err;
                         session_reply(s, "150 Here comes the listing.");
                         *l =
                             (struct lister){.s = s, .verb = verb, .conn = &conn, .now = time(NULL)};
-                        rc = list_path(l, path, name);
+                        rc = ftps_secure_data(s, &conn, 1, &err);
+                        if (rc == 0)
+                                rc = list_path(l, path, name);
                         ds_xconn_close(&conn);
                         if (rc == 0)
                                 reply_done(s, "Listing sent.");
