@@ -26,6 +26,7 @@
 
 #define SLICE_MS    100
 #define SHUTDOWN_MS 2000 /* at most this for a close_notify to leave */
+#define READ_AHEAD  (256u << 10)
 
 struct ds_tls {
         SSL_CTX *ctx;
@@ -394,6 +395,14 @@ static int wrap(struct ds_xconn *c, struct ds_tls *tls, bool server, const char 
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
+        if (resume) {
+                /* A data connection reads ahead: one read() brings many records, where
+                 * record by record took two per 16 KiB (header, then body): 131 000
+                 * reads a GiB. Not the control connection, whose waits poll() the
+                 * socket and would not see whole records read ahead. */
+                SSL_set_read_ahead(t->ssl, 1);
+                SSL_set_default_read_buffer_len(t->ssl, READ_AHEAD);
+        }
         int rc = 0;
         if (server) {
                 SSL_set_accept_state(t->ssl);
