@@ -3,7 +3,7 @@
 # xftp --tls get and put through xftpd --tls-required over loopback, one stream (a file
 # send goes by SSL_sendfile) and four; each must raise TlsTxSw in /proc/net/tls_stat (the
 # kernel made the records), xftp --json must say "ktls":true for the get, and the bytes
-# must come back whole.
+# must come back whole. A TLS 1.2 put from curl raises TlsRxSw (kernel receive).
 #   boot.sh t-xftp-ktls.sh [MIB]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,5 +46,13 @@ for streams in 1 4; do
 	rm -f back
 	echo "ok: put and get over $streams stream(s) through kernel TLS (TlsTxSw $before -> $after_get), $(grep -o '"tls_version":"[^"]*","tls_cipher":"[^"]*"' get.json)"
 done
+# TLS 1.2 (curl --tls-max 1.2): the kernel takes xftpd's receiving side too.
+rx_sw() { awk '$1 == "TlsRxSw" { print $2 }' /proc/net/tls_stat; }
+before=$(rx_sw)
+timeout 60 curl -sS --ssl-reqd --tls-max 1.2 --cacert cert.pem -T src "$url/c12" ||
+	ds_vm_die "curl put with TLS 1.2: $(tail -3 xftpd.log) $(cat /proc/net/tls_stat)"
+[ "$(rx_sw)" -gt "$before" ] || ds_vm_die "TLS 1.2 put: TlsRxSw stayed at $before"
+cmp src root/c12 || ds_vm_die "TLS 1.2 put: the bytes differ"
+echo "ok: a TLS 1.2 put (curl) went through xftpd's kernel TLS receive (TlsRxSw $before -> $(rx_sw))"
 cat /proc/net/tls_stat
 echo "PASS: FTPS through kernel TLS"

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/tls.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -395,14 +396,12 @@ static int wrap(struct ds_xconn *c, struct ds_tls *tls, bool server, const char 
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
-        if (resume) {
-                /* A data connection reads ahead: one read() brings many records, where
-                 * record by record took two per 16 KiB (header, then body): 131 000
-                 * reads a GiB. Not the control connection, whose waits poll() the
-                 * socket and would not see whole records read ahead. */
+        /* A data connection reads ahead: one read() brings many records (note_kernel
+         * sizes the buffer), where record by record took two per 16 KiB (header, then
+         * body): 131 000 reads a GiB. Not the control connection, whose waits poll()
+         * the socket and would not see whole records read ahead. */
+        if (resume)
                 SSL_set_read_ahead(t->ssl, 1);
-                SSL_set_default_read_buffer_len(t->ssl, READ_AHEAD);
-        }
         int rc = 0;
         if (server) {
                 SSL_set_accept_state(t->ssl);
@@ -434,6 +433,15 @@ static int wrap(struct ds_xconn *c, struct ds_tls *tls, bool server, const char 
         return 0;
 }
 
+/* Whether the kernel decrypts what this socket receives, asked of the kernel. */
+static bool kernel_receives(int fd)
+{
+        struct tls12_crypto_info_aes_gcm_256 info;
+        socklen_t len = sizeof(info);
+
+        return getsockopt(fd, SOL_TLS, TLS_RX, &info, &len) == 0;
+}
+
 /* After a handshake: whether the kernel took the keys. */
 static void note_kernel(struct ds_xconn *c)
 {
@@ -442,6 +450,15 @@ static void note_kernel(struct ds_xconn *c)
         if (BIO_get_ktls_send(SSL_get_wbio(t->ssl))) {
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
+        }
+        /* The larger read-ahead buffer only where OpenSSL reads the records itself:
+         * from kernel TLS (TLS 1.2 receives) one read returns as much plaintext as the
+         * buffer holds, several records' worth, which OpenSSL 3.0 takes for one record
+         * and refuses (record overflow). The buffer grows when next allocated; if it
+         * cannot be freed now (bytes in it), it keeps the one-record size. */
+        if (SSL_get_read_ahead(t->ssl) && !kernel_receives(c->fd)) {
+                SSL_set_default_read_buffer_len(t->ssl, READ_AHEAD);
+                SSL_free_buffers(t->ssl);
         }
 }
 
