@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A file copied disk to disk over loopback by xftp (get and put, against xftpd and against
 # vsftpd), curl and lftp against vsftpd, scp and rsync through sshd, and locally by cat and
-# dd O_DIRECT. Every run starts with caches dropped and ends when the copy is durable (a
+# dd O_DIRECT; and the same FTP copies under TLS (xftpd --tls-required, vsftpd with TLS
+# forced, the tls cases). Every run starts with caches dropped and ends when the copy is durable (a
 # final sync); cases alternate, the order reversed every other round. One table gives
 # medians, min-max and ratios; a second gives xftp at the 1994 paper's ftp buffer sizes.
 #   DS_BIN=build/bin bench/xftp-copy.sh [DIR] [ROUNDS] [SIZE_MIB]
@@ -53,6 +54,28 @@ xftpd_on() {
 }
 xftpd_on 2122 4M
 
+# TLS: a CA, a certificate for 127.0.0.1 it signed; vsftpd with TLS forced on 2123 (as
+# the issue's peers measured it), xftpd --tls-required on 2124.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 \
+	-subj /CN=bench-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$work/tls.key" -out "$work/tls.csr" -subj /CN=bench \
+	2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$work/tls.ext"
+openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+	-out "$work/tls.pem" -days 2 -extfile "$work/tls.ext" 2>/dev/null
+mkdir -p "$work/vst/empty"
+{
+	bench_vsftpd_conf "$work/vs/root" 2123 0
+	printf '%s\n' ssl_enable=YES allow_anon_ssl=YES force_anon_logins_ssl=YES \
+		force_anon_data_ssl=YES ssl_ciphers=HIGH "rsa_cert_file=$work/tls.pem" \
+		"rsa_private_key_file=$work/tls.key"
+} | sed "s|^secure_chroot_dir=.*|secure_chroot_dir=$work/vst/empty|" >"$work/vst/vsftpd.conf"
+vsftpd "$work/vst/vsftpd.conf" &
+bench_wait_listening 2123
+"$bin/xftpd" -p 2124 --listen 127.0.0.1 --root "$work/xs/root" --users "$work/xs/users" \
+	--tls-cert "$work/tls.pem" --tls-key "$work/tls.key" --tls-required >"$work/xs/log.2124" 2>&1 &
+bench_wait_listening 2124
+
 ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/id"
 cp "$work/ssh/id.pub" "$work/ssh/authorized_keys"
 mkdir -p /run/sshd
@@ -65,6 +88,9 @@ scp_opts="-i $work/ssh/id -P 2222 -o StrictHostKeyChecking=no -o UserKnownHostsF
 
 x=ftp://bench:bench@127.0.0.1:2122
 v=ftp://127.0.0.1:2121
+xt=ftp://bench:bench@127.0.0.1:2124
+vt=ftp://127.0.0.1:2123
+lftp_tls="set ftp:ssl-force true; set ftp:ssl-allow-anonymous true; set ftp:ssl-protect-data true; set ssl:ca-file $work/ca.pem"
 dst=$work/local/dst
 # Each case: NAME, where its copy lands (removed after the run), the command.
 cases=(
@@ -82,6 +108,14 @@ cases=(
 	"rsync-put|$dst|rsync -e 'ssh $ssh_opts' $src root@127.0.0.1:$dst"
 	"cat|$dst|cat $src >$dst"
 	"dd-direct|$dst|dd if=$src of=$dst bs=4M iflag=direct oflag=direct status=none"
+	"xftp-tls-get|$dst|$bin/xftp -q --tls --cacert $work/ca.pem get $xt/src $dst"
+	"xftp-tls-put|$work/xs/root/dst|$bin/xftp -q --tls --cacert $work/ca.pem put $src $xt/dst"
+	"xftp-tls-get-vsftpd|$dst|$bin/xftp -q --tls --cacert $work/ca.pem get $vt/pub/src $dst"
+	"xftp-tls-put-vsftpd|$work/vs/root/pub/dst|$bin/xftp -q --tls --cacert $work/ca.pem put $src $vt/pub/dst"
+	"curl-tls-get|$dst|curl -s --ssl-reqd --cacert $work/ca.pem -o $dst $vt/pub/src"
+	"curl-tls-put|$work/vs/root/pub/dst|curl -s --ssl-reqd --cacert $work/ca.pem -T $src $vt/pub/dst"
+	"lftp-tls-get|$dst|lftp -c '$lftp_tls; open $vt; get pub/src -o $dst'"
+	"lftp-tls-put|$work/vs/root/pub/dst|lftp -c '$lftp_tls; open $vt; put $src -o pub/dst'"
 )
 
 # run NAME LANDS CMD: caches dropped, the copy, a sync; the MB/s into the results.
@@ -124,17 +158,22 @@ local_best=$(printf '%s\n%s\n' "$(med cat)" "$(med dd-direct)" | sort -g | tail 
 printf "\n%d MiB disk to disk on loopback in %s, caches dropped, timed to a final sync;\n" "$mib" "$dir"
 printf "%d rounds, MB/s = 10^6 B/s. Ratios for a get against curl-get, lftp-get and the\n" "$rounds"
 printf "better local copy (cat, dd O_DIRECT); for a put against curl-put, lftp-put.\n\n"
-printf "%-16s %8s %12s %9s %9s %9s\n" case median "(min-max)" "/curl" "/lftp" "/local"
+printf "TLS cases against curl-tls, lftp-tls (vsftpd, TLS forced) and, last, the same xftp\n"
+printf "case in the clear.\n\n"
+printf "%-20s %8s %12s %9s %9s %9s\n" case median "(min-max)" "/curl" "/lftp" "/local"
 for c in "${selected[@]}"; do
 	name=${c%%|*}
 	m=$(med "$name")
 	dirn=get
 	[[ $name == *put* ]] && dirn=put
-	printf "%-16s %8.0f %12s %9s %9s %9s\n" "$name" "$m" "$(pick "$name" | spread)" \
-		"$(ratio "$m" "$(med curl-$dirn)")" "$(ratio "$m" "$(med lftp-$dirn)")" \
-		"$(ratio "$m" "$local_best")"
+	tls= last=$local_best
+	[[ $name == *-tls-* ]] && tls=tls- last=$(med "${name/-tls/}")
+	printf "%-20s %8.0f %12s %9s %9s %9s\n" "$name" "$m" "$(pick "$name" | spread)" \
+		"$(ratio "$m" "$(med curl-$tls$dirn)")" "$(ratio "$m" "$(med lftp-$tls$dirn)")" \
+		"$(ratio "$m" "$last")"
 done
-printf "\nBar: xftp-get and xftp-put each >= 1.2 x curl and lftp, >= 0.9 x the local copy.\n"
+printf "\nBar: xftp-get and xftp-put each >= 1.2 x curl and lftp, >= 0.9 x the local copy;\n"
+printf "xftp-tls-get and -put >= 2.0 x curl-tls and lftp-tls, >= 0.75 x xftp in the clear.\n"
 
 [ -n "$buffers" ] || exit 0
 # The 1994 paper's ftp table: the same copy at its buffer sizes, client and server alike.

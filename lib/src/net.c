@@ -141,30 +141,37 @@ static int set_blocking(int fd)
         return 0;
 }
 
+int ds_net_connect_socket(int fd, const struct sockaddr *addr, socklen_t len, int timeout_ms,
+                          atomic_bool *also)
+{
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
+        if (connect(fd, addr, len) < 0) {
+                if (errno != EINPROGRESS)
+                        return -errno;
+                int ready = ds_poll_one_until(fd, POLLOUT, timeout_ms > 0 ? timeout_ms : -1, also);
+                if (ready == 0)
+                        return -ETIMEDOUT;
+                if (ready < 0)
+                        return ready;
+                int so_error = 0;
+                socklen_t optlen = sizeof(so_error);
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &optlen) < 0)
+                        return -errno;
+                if (so_error != 0)
+                        return -so_error;
+        }
+        return set_blocking(fd);
+}
+
 /* One attempt at one address, bounded by timeout_ms (0: the system's own timeout). */
 static int connect_one(const struct addrinfo *ai, int timeout_ms)
 {
-        int fd =
-            socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0)
                 return -errno;
-
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-                if (errno != EINPROGRESS)
-                        return close_failed(fd, -errno);
-                int ready = ds_poll_one(fd, POLLOUT, timeout_ms > 0 ? timeout_ms : -1);
-                if (ready == 0)
-                        return close_failed(fd, -ETIMEDOUT);
-                if (ready < 0)
-                        return close_failed(fd, ready);
-                int so_error = 0;
-                socklen_t len = sizeof(so_error);
-                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0)
-                        return close_failed(fd, -errno);
-                if (so_error != 0)
-                        return close_failed(fd, -so_error);
-        }
-        int rc = set_blocking(fd);
+        int rc = ds_net_connect_socket(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms, NULL);
         return rc < 0 ? close_failed(fd, rc) : fd;
 }
 

@@ -70,11 +70,16 @@ int ds_stop_status(void)
 
 int ds_poll_one(int fd, short events, int timeout_ms)
 {
+        return ds_poll_one_until(fd, events, timeout_ms, NULL);
+}
+
+int ds_poll_one_until(int fd, short events, int timeout_ms, atomic_bool *also)
+{
         struct pollfd pfd = {.fd = fd, .events = events};
-        bool sliced = timeout_ms < 0 || timeout_ms > DS_STOP_SLICE_MS;
+        bool sliced = timeout_ms < 0 || timeout_ms > DS_STOP_SLICE_MS || also;
         uint64_t deadline = timeout_ms > 0 ? ds_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
         for (;;) {
-                if (sliced && ds_stopping())
+                if (sliced && (ds_stopping() || (also && atomic_load(also))))
                         return -EINTR;
                 int wait_ms = timeout_ms;
                 if (timeout_ms > 0) {

@@ -2,6 +2,8 @@
  * buffer with a deadline on each, and everything in them is checked before use. */
 #include "ftp.h"
 
+#include "xtls.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -46,20 +48,22 @@ static int read_line(struct ftp *ftp, char *line, size_t room, uint64_t deadline
                                        room - 1),
                                -EPROTO;
                 int left = ftp->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
-                int rc = left == 0 ? -ETIMEDOUT : ds_data_wait(ftp->fd, POLLIN, left, ftp->stop);
+                int rc = left == 0 ? -ETIMEDOUT : ds_xconn_wait(&ftp->ctl, POLLIN, left, ftp->stop);
+                if (rc == 0)
+                        rc = -ETIMEDOUT;
                 if (rc < 0)
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
                                        rc == -ETIMEDOUT ? "%s: no reply within %d ms"
                                                         : "%s: waiting for a reply",
                                        ftp->host, ftp->timeout_ms),
                                rc;
-                ssize_t n = recv(ftp->fd, ftp->in + ftp->in_len, sizeof(ftp->in) - ftp->in_len,
-                                 MSG_DONTWAIT);
+                ssize_t n = ds_xconn_recv(&ftp->ctl, ftp->in + ftp->in_len,
+                                          sizeof(ftp->in) - ftp->in_len, MSG_DONTWAIT);
                 if (n == 0)
                         return ds_fail(err, 0, "%s closed the control connection", ftp->host),
                                -ECONNRESET;
-                if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return ds_fail(err, -errno, "%s: control connection", ftp->host);
+                if (n < 0 && n != -EAGAIN && n != -EINTR)
+                        return ds_fail(err, (int)n, "%s: control connection", ftp->host);
                 if (n > 0)
                         ftp->in_len += (size_t)n;
         }
@@ -120,7 +124,7 @@ static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
 
         if (n < 0 || (size_t)n >= sizeof(buf))
                 return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
-        return ds_data_write_all(ftp->fd, buf, (size_t)n, &opts, err);
+        return ds_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
 }
 
 static int vsend(struct ftp *ftp, struct ds_error *err, const char *fmt, va_list ap)
@@ -206,8 +210,73 @@ static void read_features(struct ftp *ftp, struct ds_error *err)
                         note_feature(&ftp->feat, line + 1);
 }
 
+/* AUTH TLS and the handshake, as tls says. A server that refuses AUTH TLS is served in
+ * the clear unless TLS is required; a certificate that fails its check ends the session
+ * either way, before the login. */
+static int start_tls(struct ftp *ftp, const struct ftp_tls_opts *tls, struct ds_error *err)
+{
+        if (!tls || tls->mode == FTP_TLS_NEVER)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "AUTH TLS");
+        if (rc >= 0 && rc != 234 && tls->mode == FTP_TLS_AUTO)
+                return 0;
+        if (rc >= 0 && rc != 234)
+                return ds_fail(err, 0, "%s offers no TLS (--tls): %s", ftp->host, ftp->reply),
+                       -EPROTONOSUPPORT;
+        if (rc >= 0)
+                rc = ds_tls_client(&ftp->tls, tls->ca_file, tls->insecure, err);
+        if (rc >= 0)
+                rc = ds_tls_start(&ftp->ctl, 1, ftp->tls, false, ftp->host, NULL, ftp->timeout_ms,
+                                  ftp->stop, err);
+        if (rc < 0 && err->text[0] && strncmp(err->text, ftp->host, strlen(ftp->host)) != 0) {
+                char why[sizeof(err->text)];
+                snprintf(why, sizeof(why), "%s", err->text);
+                ds_fail(err, 0, "%s: %s", ftp->host, why);
+        }
+        return rc < 0 ? rc : 0;
+}
+
+/* After the login under TLS: PBSZ 0 and PROT P, so the data is TLS too. */
+static int protect_data(struct ftp *ftp, struct ds_error *err)
+{
+        if (!ftp->tls)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "PBSZ 0");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PBSZ 0: %s", ftp->host, ftp->reply), -EPROTO;
+        if (rc >= 0)
+                rc = ftp_cmd(ftp, err, "PROT P");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PROT P: %s", ftp->host, ftp->reply), -EPROTO;
+        return rc < 0 ? rc : 0;
+}
+
+int ftp_data_clear(struct ftp *ftp, struct ds_error *err)
+{
+        if (!ftp->tls)
+                return 0;
+        int rc = ftp_cmd(ftp, err, "PROT C");
+        if (rc >= 0 && rc != 200)
+                return ds_fail(err, 0, "%s: PROT C: %s", ftp->host, ftp->reply), -EPROTO;
+        if (rc >= 0)
+                ftp->tls_data_clear = true;
+        return rc < 0 ? rc : 0;
+}
+
+int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err)
+{
+        if (!ftp->tls || ftp->tls_data_clear)
+                return 0;
+        int rc = ds_tls_start(conns, n, ftp->tls, false, ftp->host, &ftp->ctl, ftp->timeout_ms,
+                              ftp->stop, err);
+        if (rc == 0)
+                ftp->data_kernel = conns[0].kernel;
+        return rc;
+}
+
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
-             int timeout_ms, atomic_bool *stop, struct ds_error *err)
+             int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
+             struct ds_error *err)
 {
         memset(ftp, 0, sizeof(*ftp));
         snprintf(ftp->host, sizeof(ftp->host), "%s", host);
@@ -216,15 +285,18 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         ftp->stop = stop;
         ftp->mode = 'S';
         ftp->streams = 1;
-        ftp->fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
-        if (ftp->fd < 0)
-                return ftp->fd;
+        int fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
+        if (fd < 0) {
+                ds_xconn_none(&ftp->ctl);
+                return fd;
+        }
+        ds_xconn_plain(&ftp->ctl, fd);
         /* A command goes out at once, not after the ACK of the one before (Nagle). */
         int on = 1;
-        setsockopt(ftp->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        int rc = ds_ftp_addr_local(ftp->fd, &ftp->local);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        int rc = ds_ftp_addr_local(fd, &ftp->local);
         if (rc == 0)
-                rc = ds_ftp_addr_peer(ftp->fd, &ftp->peer);
+                rc = ds_ftp_addr_peer(fd, &ftp->peer);
         if (rc < 0) {
                 ds_fail(err, rc, "%s: control connection", host);
                 goto failed;
@@ -238,6 +310,9 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
                 rc = (ds_fail(err, 0, "%s: %s", host, ftp->reply), -ECONNREFUSED);
         if (rc < 0)
                 goto failed;
+        rc = start_tls(ftp, tls, err);
+        if (rc < 0)
+                goto failed;
         rc = ftp_cmd(ftp, err, "USER %s", user);
         if (rc == 331 || rc == 332)
                 rc = ftp_cmd(ftp, err, "PASS %s", pass);
@@ -248,11 +323,15 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         }
         if (rc < 0)
                 goto failed;
+        rc = protect_data(ftp, err);
+        if (rc < 0)
+                goto failed;
         read_features(ftp, err);
         return 0;
 failed:
-        close(ftp->fd);
-        ftp->fd = -1;
+        ds_xconn_close(&ftp->ctl);
+        ds_tls_free(ftp->tls);
+        ftp->tls = NULL;
         return rc;
 }
 
@@ -261,13 +340,14 @@ void ftp_close(struct ftp *ftp)
         struct ds_error ignored;
         int timeout_ms = ftp->timeout_ms;
 
-        if (ftp->fd < 0)
+        if (ftp->ctl.fd < 0)
                 return;
         ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
         ftp_cmd(ftp, &ignored, "QUIT");
         ftp->timeout_ms = timeout_ms;
-        close(ftp->fd);
-        ftp->fd = -1;
+        ds_xconn_close(&ftp->ctl);
+        ds_tls_free(ftp->tls);
+        ftp->tls = NULL;
 }
 
 /* A command that must get a 2xx reply. */
@@ -343,12 +423,17 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
         return passive_at(ftp, ds_ftp_addr_port(&named), addr);
 }
 
-int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
-                struct ds_error *err)
+int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                const struct ds_data_opts *opts, struct ds_error *err)
 {
         struct ds_ftp_addr addr;
-        int rc = ftp_passive_addr(ftp, &addr, err);
-        return rc < 0 ? rc : ds_data_connect(&addr, NULL, fds, n, opts, err);
+        int fds[DS_MODEE_MAX_STREAMS];
+        int rc = n > DS_MODEE_MAX_STREAMS ? -EINVAL : ftp_passive_addr(ftp, &addr, err);
+        if (rc == 0)
+                rc = ds_data_connect(&addr, NULL, fds, n, opts, err);
+        for (unsigned i = 0; i < n && i < DS_MODEE_MAX_STREAMS; i++)
+                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
+        return rc;
 }
 
 int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)

@@ -10,6 +10,7 @@
 
 #include "dataconn.h"
 #include "hash.h"
+#include "xconn.h"
 
 struct ds_error;
 
@@ -28,8 +29,24 @@ struct ftp_features {
         bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
 };
 
+/* FTPS (RFC 4217): when the control connection turns TLS. */
+enum ftp_tls_mode {
+        FTP_TLS_AUTO,    /* whenever the server takes AUTH TLS */
+        FTP_TLS_REQUIRE, /* --tls: a server without it is an error, nothing sent in clear */
+        FTP_TLS_NEVER,   /* --no-tls */
+};
+
+struct ftp_tls_opts {
+        enum ftp_tls_mode mode;
+        const char *ca_file; /* --cacert; NULL: the system's CAs */
+        bool insecure;       /* -k: no certificate check */
+};
+
 struct ftp {
-        int fd;
+        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
+        struct ds_tls *tls;  /* the TLS context once AUTH TLS succeeded, else NULL */
+        bool data_kernel;    /* the last TLS data connection was the kernel's (kTLS) */
+        bool tls_data_clear; /* PROT C sent: data connections in the clear */
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
@@ -48,7 +65,16 @@ struct ftp {
 /* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT. Returns 0,
  * or a negative errno with err filled (-EACCES: login refused). */
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
-             int timeout_ms, atomic_bool *stop, struct ds_error *err);
+             int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
+             struct ds_error *err);
+
+/* Under TLS, the handshakes of data connections just opened (after the 1xx reply to the
+ * transfer command, as RFC 4217 orders it), resuming the control connection's session;
+ * nothing without TLS. Returns 0 or a negative errno with err filled and conns closed. */
+int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err);
+/* Under TLS, PROT C: the next data connections in the clear (a server-to-server copy).
+ * Returns 0 or a negative errno. */
+int ftp_data_clear(struct ftp *ftp, struct ds_error *err);
 /* QUIT (best effort) and close. */
 void ftp_close(struct ftp *ftp);
 
@@ -69,9 +95,9 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err);
 
 /* Passive data connections: EPSV (or PASV where EPSV is refused), then n connections to
  * the control connection's host at the port the server gave. Returns 0 or a negative
- * errno; fds get the connections. */
-int ftp_passive(struct ftp *ftp, int *fds, unsigned n, const struct ds_data_opts *opts,
-                struct ds_error *err);
+ * errno; conns get the connections. */
+int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                const struct ds_data_opts *opts, struct ds_error *err);
 /* Asks for a passive address: EPSV or PASV; *addr gets the control connection's peer at
  * the port the server named, never a host the server named (that would make xftp, or a
  * server xftp points at it, connect to a third host). Returns 0 or a negative errno. */

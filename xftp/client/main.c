@@ -24,6 +24,7 @@
 #include "transfer.h"
 #include "url.h"
 #include "xfer.h"
+#include "xtls.h"
 
 static void usage(FILE *out)
 {
@@ -42,6 +43,11 @@ static void usage(FILE *out)
                      "      --netrc FILE   credentials file (default ~/.netrc)\n"
                      "      --timeout SEC  deadline for replies and stalled data (default 30)\n"
                      "      --no-sendfile  send from pool buffers even where sendfile serves\n"
+                     "      --tls          require TLS (AUTH TLS; default: whenever offered)\n"
+                     "      --no-tls       never TLS: password and data in the clear\n"
+                     "      --cacert FILE  check the server's certificate against FILE\n"
+                     "                     (PEM) instead of the system's CAs\n"
+                     "  -k, --insecure     TLS without checking the certificate\n"
                      "      --no-stats     publish no live counters for tach\n"
                      "  -h, --help         this text\n"
                      "      --version      the version\n");
@@ -54,11 +60,15 @@ enum {
         OPT_NETRC,
         OPT_TIMEOUT,
         OPT_NO_SENDFILE,
+        OPT_TLS,
+        OPT_NO_TLS,
+        OPT_CACERT,
         OPT_VERSION
 };
 
 struct cli {
         struct job_opts job;
+        struct ftp_tls_opts tls;
         bool json, quiet;
         const char *netrc;
         struct ds_live *live; /* tach sees the peer here */
@@ -79,6 +89,10 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                                               {"netrc", required_argument, NULL, OPT_NETRC},
                                               {"timeout", required_argument, NULL, OPT_TIMEOUT},
                                               {"no-sendfile", no_argument, NULL, OPT_NO_SENDFILE},
+                                              {"tls", no_argument, NULL, OPT_TLS},
+                                              {"no-tls", no_argument, NULL, OPT_NO_TLS},
+                                              {"cacert", required_argument, NULL, OPT_CACERT},
+                                              {"insecure", no_argument, NULL, 'k'},
                                               {"help", no_argument, NULL, 'h'},
                                               {"version", no_argument, NULL, OPT_VERSION},
                                               {NULL, 0, NULL, 0}};
@@ -87,7 +101,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         *cli = (struct cli){
             .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":P:b:rqh", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":P:b:rqkh", longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
@@ -119,6 +133,18 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         break;
                 case OPT_NO_SENDFILE:
                         cli->job.no_sendfile = true;
+                        break;
+                case OPT_TLS:
+                        cli->tls.mode = FTP_TLS_REQUIRE;
+                        break;
+                case OPT_NO_TLS:
+                        cli->tls.mode = FTP_TLS_NEVER;
+                        break;
+                case OPT_CACERT:
+                        cli->tls.ca_file = optarg;
+                        break;
+                case 'k':
+                        cli->tls.insecure = true;
                         break;
                 case 'h':
                         usage(stdout);
@@ -175,7 +201,7 @@ static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct
         if (rc < 0)
                 return rc;
         return ftp_open(ftp, url->host, url->port, url->user, url->pass, cli->job.timeout_ms,
-                        cli->job.stop, err);
+                        cli->job.stop, &cli->tls, err);
 }
 
 /* Every copy of secret in text (a buffer of size bytes) as "***": a server may quote a
@@ -296,6 +322,12 @@ static void report(const struct cli *cli, const struct job_totals *t, double wal
                 ds_json_str(&json, "hash_algo", ds_hash_name(t->last_algo));
                 ds_json_str(&json, "hash", t->last_hash);
         }
+        ds_json_bool(&json, "tls", t->tls_version[0] != '\0');
+        if (t->tls_version[0]) {
+                ds_json_str(&json, "tls_version", t->tls_version);
+                ds_json_str(&json, "tls_cipher", t->tls_cipher);
+                ds_json_bool(&json, "ktls", t->tls_kernel);
+        }
         ds_json_end(&json);
 }
 
@@ -353,6 +385,9 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                         ftp_close(&other);
                 }
         }
+        snprintf(t->tls_version, sizeof(t->tls_version), "%s", ds_tls_version(&ftp.ctl));
+        snprintf(t->tls_cipher, sizeof(t->tls_cipher), "%s", ds_tls_cipher(&ftp.ctl));
+        t->tls_kernel = ftp.data_kernel;
         ftp_close(&ftp);
         if (rc < 0) {
                 hide_secret(err->text, sizeof(err->text), a.pass);

@@ -88,17 +88,19 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
 /* Data connections, then REST (right before the transfer command, as RFC 959 wants it)
  * and RETR or STOR. On failure the connections are closed. */
 static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
-                         int *fds, unsigned n, const struct ds_data_opts *dopts,
+                         struct ds_xconn *conns, unsigned n, const struct ds_data_opts *dopts,
                          struct ds_error *err)
 {
-        int rc = ftp_passive(ftp, fds, n, dopts, err);
+        int rc = ftp_passive(ftp, conns, n, dopts, err);
         if (rc < 0)
                 return rc;
         rc = rest(ftp, offset, err);
         if (rc == 0)
                 rc = start_transfer(ftp, verb, remote, err);
+        if (rc == 0)
+                rc = ftp_secure_data(ftp, conns, n, err);
         if (rc < 0)
-                ds_data_close(fds, n);
+                ds_xconn_close_all(conns, n);
         return rc;
 }
 
@@ -137,14 +139,14 @@ static void count_file(struct job_totals *t, uint64_t resumed, unsigned streams)
 }
 
 /* Moves one file's data over the connections just opened: receive into file, or send it. */
-static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, int *fds, unsigned n,
-                     const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
+static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, struct ds_xconn *conns,
+                     unsigned n, const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
                      struct ds_error *err)
 {
         enum ds_xfer_mode mode = n > 1 ? DS_XFER_BLOCKS : DS_XFER_STREAM;
-        int rc = receive ? ds_xfer_recv(file, mode, fds, n, xo, result, err)
-                         : ds_xfer_send(file, mode, fds, n, xo, result, err);
-        ds_data_close(fds, n); /* MODE S: this close is the end of the data */
+        int rc = receive ? ds_xfer_recv_conns(file, mode, conns, n, xo, result, err)
+                         : ds_xfer_send_conns(file, mode, conns, n, xo, result, err);
+        ds_xconn_close_all(conns, n); /* MODE S: this close is the end of the data */
         struct ds_error reply_err;
         int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
         return rc < 0 ? rc : reply;
@@ -262,7 +264,7 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         uint64_t size, offset;
         bool marks = false;
         unsigned n = streams_for(ftp, o);
-        int fds[DS_MODEE_MAX_STREAMS];
+        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
 
         int fd = open_download(ftp, remote, local, part, o, &size, &offset, &marks, err);
         if (fd < 0)
@@ -286,12 +288,12 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = ftp_prepare(ftp, n, err);
         uint64_t start_ns = ds_now_ns();
         if (rc == 0)
-                rc = open_transfer(ftp, "RETR", remote, offset, fds, n, &dopts, err);
+                rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, err);
         if (rc == 0) {
                 struct ds_xfer_opts xo = xfer_opts(o, offset, limit);
                 xo.on_prefix = part_record_whole;
                 xo.prefix_ctx = &fd;
-                rc = move_data(ftp, &file, true, fds, n, &xo, &result, err);
+                rc = move_data(ftp, &file, true, conns, n, &xo, &result, err);
                 t->bytes += result.bytes;
                 explain_get(rc, remote, part, size, bound, &result, o, err);
         }
@@ -317,7 +319,7 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                     const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
         unsigned n = streams_for(ftp, o);
-        int fds[DS_MODEE_MAX_STREAMS];
+        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
         uint64_t offset = 0;
         struct stat st;
 
@@ -354,11 +356,11 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                         ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
                 uint64_t start_ns = ds_now_ns();
                 if (rc == 0)
-                        rc = open_transfer(ftp, "STOR", remote, offset, fds, n, &dopts, err);
+                        rc = open_transfer(ftp, "STOR", remote, offset, conns, n, &dopts, err);
                 if (rc == 0) {
                         struct ds_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
                         xo.length = (uint64_t)st.st_size - offset;
-                        rc = move_data(ftp, &file, false, fds, n, &xo, &result, err);
+                        rc = move_data(ftp, &file, false, conns, n, &xo, &result, err);
                         t->bytes += result.bytes;
                         if (rc == -EINTR && o->stop && atomic_load(o->stop))
                                 ds_fail(err, 0, "stopped: %s keeps what came (--resume continues)",
@@ -390,21 +392,23 @@ static int fetch_listing(struct ftp *ftp, const char *verb, const char *path, si
                          const struct job_opts *o, char **text, size_t *len, struct ds_error *err)
 {
         struct ds_data_opts dopts = data_opts(o);
-        int fd;
+        struct ds_xconn conn;
 
         dopts.sockbuf = 0;
         int rc = ftp_prepare(ftp, 1, err);
         if (rc == 0)
-                rc = ftp_passive(ftp, &fd, 1, &dopts, err);
+                rc = ftp_passive(ftp, &conn, 1, &dopts, err);
         if (rc < 0)
                 return rc;
         rc = start_transfer(ftp, verb, path, err);
+        if (rc == 0)
+                rc = ftp_secure_data(ftp, &conn, 1, err);
         if (rc < 0) {
-                close(fd);
+                ds_xconn_close(&conn);
                 return rc;
         }
-        long got = ds_data_read_all(fd, text, max, &dopts, err);
-        close(fd);
+        long got = ds_data_read_all(&conn, text, max, &dopts, err);
+        ds_xconn_close(&conn);
         struct ds_error reply_err;
         rc = final_reply(ftp, verb, got < 0 ? &reply_err : err);
         if (got == -EFBIG)
@@ -591,6 +595,12 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         if (rc == -ENOENT)
                 return ds_fail(err, 0, "%s: no such file on %s", src_path, src->host), -ENOENT;
+        /* Server to server under TLS would need one of them to be the TLS client (SSCN,
+         * which few servers have): the data goes in the clear where the servers allow it. */
+        if (rc == 0)
+                rc = ftp_data_clear(src, err);
+        if (rc == 0)
+                rc = ftp_data_clear(dst, err);
         if (rc == 0)
                 rc = ftp_prepare(src, n, err);
         if (rc == 0)

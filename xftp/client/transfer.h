@@ -39,6 +39,9 @@ struct job_totals {
         enum ds_hash_algo last_algo;
         uint64_t expected; /* bytes the job should move, when known (progress) */
         _Atomic uint64_t expected_live;
+        char tls_version[16]; /* the control connection's TLS, "" in the clear */
+        char tls_cipher[64];
+        bool tls_kernel; /* the data went through kernel TLS */
 };
 
 /* Downloads remote (a file, or with recursive a directory) to local. */

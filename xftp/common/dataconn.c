@@ -1,10 +1,10 @@
 /* FTP data connections: the PORT/PASV/EPRT/EPSV codecs and opening connections with
  * deadlines. */
 #include "dataconn.h"
+#include "xconn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -15,9 +15,9 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/net.h>
 #include <dragstrip/serve.h>
-
-#define STOP_SLICE_MS 100
+#include <dragstrip/stop.h>
 
 /* A decimal number 0..max at *p with at most digits_max digits, advancing p. */
 static int parse_number(const char **p, unsigned max, unsigned digits_max, unsigned *value)
@@ -248,14 +248,7 @@ int ds_ftp_addr_same_host(const struct ds_ftp_addr *a, const struct ds_ftp_addr 
 
 const char *ds_ftp_addr_text(const struct ds_ftp_addr *addr, char *buf, size_t len)
 {
-        char text[INET6_ADDRSTRLEN];
-        int af;
-
-        if (host_text(addr, text, sizeof(text), &af) < 0)
-                snprintf(buf, len, "?");
-        else
-                snprintf(buf, len, af == 2 ? "[%s]:%u" : "%s:%u", text, ds_ftp_addr_port(addr));
-        return buf;
+        return ds_net_format((const struct sockaddr *)&addr->ss, addr->len, buf, len);
 }
 
 int ds_ftp_addr_local(int fd, struct ds_ftp_addr *out)
@@ -268,31 +261,6 @@ int ds_ftp_addr_peer(int fd, struct ds_ftp_addr *out)
 {
         out->len = sizeof(out->ss);
         return getpeername(fd, (struct sockaddr *)&out->ss, &out->len) < 0 ? -errno : 0;
-}
-
-int ds_data_wait(int fd, short events, int timeout_ms, atomic_bool *stop)
-{
-        uint64_t deadline = timeout_ms >= 0 ? ds_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-        struct pollfd pfd = {.fd = fd, .events = events};
-
-        for (;;) {
-                if (stop && atomic_load_explicit(stop, memory_order_relaxed))
-                        return -EINTR;
-                int slice = STOP_SLICE_MS;
-                if (timeout_ms >= 0) {
-                        uint64_t now = ds_now_ns();
-                        if (now >= deadline)
-                                return -ETIMEDOUT;
-                        uint64_t left_ms = (deadline - now + 999999) / 1000000;
-                        if (left_ms < (uint64_t)slice)
-                                slice = (int)left_ms;
-                }
-                int n = poll(&pfd, 1, slice);
-                if (n > 0)
-                        return 1;
-                if (n < 0 && errno != EINTR)
-                        return -errno;
-        }
 }
 
 /* A TCP socket of addr's family with the data options applied. */
@@ -379,7 +347,10 @@ int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fd
                 fds[i] = -1;
         while (got < n) {
                 int left = opts->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
-                int rc = left == 0 ? -ETIMEDOUT : ds_data_wait(listen_fd, POLLIN, left, opts->stop);
+                int rc =
+                    left == 0 ? -ETIMEDOUT : ds_poll_one_until(listen_fd, POLLIN, left, opts->stop);
+                if (rc == 0)
+                        rc = -ETIMEDOUT;
                 if (rc < 0) {
                         ds_data_close(fds, n);
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
@@ -423,22 +394,9 @@ static int connect_one(const struct ds_ftp_addr *addr, const struct ds_ftp_addr 
                 if (bind(fd, (struct sockaddr *)&local.ss, local.len) < 0)
                         rc = -errno;
         }
-        int flags = fcntl(fd, F_GETFL);
-        if (rc == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))
-                rc = -errno;
-        if (rc == 0 && connect(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0) {
-                rc = errno == EINPROGRESS ? 0 : -errno;
-                if (rc == 0)
-                        rc = ds_data_wait(fd, POLLOUT, opts->timeout_ms, opts->stop);
-                if (rc == 1) {
-                        int so_error = 0;
-                        socklen_t len = sizeof(so_error);
-                        rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0 ? -errno
-                                                                                       : -so_error;
-                }
-        }
-        if (rc == 0 && fcntl(fd, F_SETFL, flags) < 0)
-                rc = -errno;
+        if (rc == 0)
+                rc = ds_net_connect_socket(fd, (const struct sockaddr *)&addr->ss, addr->len,
+                                           opts->timeout_ms, opts->stop);
         if (rc < 0) {
                 close(fd);
                 return rc;
@@ -465,29 +423,15 @@ int ds_data_connect(const struct ds_ftp_addr *addr, const struct ds_ftp_addr *bi
         return 0;
 }
 
-int ds_data_write_all(int fd, const void *buf, size_t len, const struct ds_data_opts *opts,
-                      struct ds_error *err)
+int ds_data_write_all(struct ds_xconn *conn, const void *buf, size_t len,
+                      const struct ds_data_opts *opts, struct ds_error *err)
 {
-        const char *p = buf;
-
-        while (len > 0) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n > 0) {
-                        p += n;
-                        len -= (size_t)n;
-                        continue;
-                }
-                if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return ds_fail(err, -errno, "data send");
-                int rc = ds_data_wait(fd, POLLOUT, opts->timeout_ms, opts->stop);
-                if (rc < 0)
-                        return ds_fail(err, rc, "data send");
-        }
-        return 0;
+        int rc = ds_xconn_write_all(conn, buf, len, opts->timeout_ms, opts->stop);
+        return rc < 0 ? ds_fail(err, rc, "data send") : 0;
 }
 
-long ds_data_read_all(int fd, char **buf, size_t max, const struct ds_data_opts *opts,
-                      struct ds_error *err)
+long ds_data_read_all(struct ds_xconn *conn, char **buf, size_t max,
+                      const struct ds_data_opts *opts, struct ds_error *err)
 {
         size_t used = 0, room = 4096;
         char *data = malloc(room);
@@ -509,17 +453,18 @@ long ds_data_read_all(int fd, char **buf, size_t max, const struct ds_data_opts 
                         data = bigger;
                         room *= 2;
                 }
-                ssize_t n = recv(fd, data + used, room - used - 1, MSG_DONTWAIT);
+                ssize_t n = ds_xconn_recv(conn, data + used, room - used - 1, MSG_DONTWAIT);
                 if (n > 0) {
                         used += (size_t)n;
                         continue;
                 }
                 if (n == 0)
                         break;
-                int rc = errno == EAGAIN || errno == EINTR
-                             ? ds_data_wait(fd, POLLIN, opts->timeout_ms, opts->stop)
-                             : -errno;
-                if (rc < 0) {
+                int rc = n == -EAGAIN || n == -EINTR
+                             ? ds_xconn_wait(conn, POLLIN, opts->timeout_ms, opts->stop)
+                             : (int)n;
+                if (rc <= 0) {
+                        rc = rc == 0 ? -ETIMEDOUT : rc;
                         free(data);
                         return ds_fail(err, rc, "data receive");
                 }

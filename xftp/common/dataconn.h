@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 struct ds_error;
+struct ds_xconn;
 
 /* A socket address of either family, as the codecs fill it. */
 struct ds_ftp_addr {
@@ -98,22 +99,16 @@ int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fd
 int ds_data_connect(const struct ds_ftp_addr *addr, const struct ds_ftp_addr *bind_host, int *fds,
                     unsigned n, const struct ds_data_opts *opts, struct ds_error *err);
 
-/* Waits until fd is ready for events (POLLIN, POLLOUT), at most timeout_ms (negative:
- * no deadline), waking every 100 ms to look at stop (may be NULL). Returns 1 ready (or
- * in error: the next call says which), -ETIMEDOUT, -EINTR when stop was set, or a negative
- * errno. */
-int ds_data_wait(int fd, short events, int timeout_ms, atomic_bool *stop);
-
-/* Writes all len bytes to a connected socket (a listing, a reply-sized text), waiting at
- * most opts->timeout_ms for each stall. Returns 0 or a negative errno (-EINTR on stop). */
-int ds_data_write_all(int fd, const void *buf, size_t len, const struct ds_data_opts *opts,
-                      struct ds_error *err);
+/* Writes all len bytes to a connection (a listing, a reply-sized text), waiting at most
+ * opts->timeout_ms for each stall. Returns 0 or a negative errno (-EINTR on stop). */
+int ds_data_write_all(struct ds_xconn *conn, const void *buf, size_t len,
+                      const struct ds_data_opts *opts, struct ds_error *err);
 
 /* Reads what the peer sends until it closes, into *buf (malloc'd, NUL-terminated, the
  * caller frees it), refusing more than max bytes with -EFBIG. Returns the length read or a
  * negative errno with *buf NULL. */
-long ds_data_read_all(int fd, char **buf, size_t max, const struct ds_data_opts *opts,
-                      struct ds_error *err);
+long ds_data_read_all(struct ds_xconn *conn, char **buf, size_t max,
+                      const struct ds_data_opts *opts, struct ds_error *err);
 
 /* Closes fds[0..n-1] (those >= 0) and sets them to -1. */
 void ds_data_close(int *fds, unsigned n);

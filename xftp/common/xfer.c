@@ -5,13 +5,13 @@
  * (SO_SNDTIMEO/SO_RCVTIMEO) so that a stop, an idle deadline or a failure elsewhere in the
  * pipeline is seen promptly without a poll() per buffer. */
 #include "xfer.h"
+#include "xconn.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,7 +49,7 @@ struct pipeline {
         const struct ds_xfer_opts *opts;
         enum ds_xfer_mode mode;
         struct ds_xfile *file;
-        const int *socks;
+        struct ds_xconn *conns;
         unsigned n;
         size_t block;
         struct ds_pool *pool;
@@ -156,12 +156,13 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
         return 0;
 }
 
-/* After a socket call failed: a slice timed out or a signal came (EAGAIN, EINTR), so 0 to
- * try again unless check_wait says to give up; any other errno fails as what. */
-static int retry_or_fail(struct pipeline *pl, const char *what, struct ds_error *err)
+/* After a connection's call failed with rc: a slice timed out or a signal came (EAGAIN,
+ * EINTR), so 0 to try again unless check_wait says to give up; any other errno fails as
+ * what. */
+static int retry_or_fail(struct pipeline *pl, ssize_t rc, const char *what, struct ds_error *err)
 {
-        if (errno != EAGAIN && errno != EINTR)
-                return ds_fail(err, -errno, "%s", what);
+        if (rc != -EAGAIN && rc != -EINTR)
+                return ds_fail(err, (int)rc, "%s", what);
         return check_wait(pl, err);
 }
 
@@ -281,14 +282,15 @@ static bool try_pop_piece(struct pipeline *pl, struct queue *q, struct piece *pi
 }
 
 /* Sends every byte of iov[0..cnt-1]. */
-static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, struct ds_error *err)
+static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *iov, int cnt,
+                    struct ds_error *err)
 {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 
         while (msg.msg_iovlen > 0) {
-                ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+                ssize_t sent = conn->ops->sendv(conn, msg.msg_iov, (int)msg.msg_iovlen, 0);
                 if (sent < 0) {
-                        int rc = retry_or_fail(pl, "data send", err);
+                        int rc = retry_or_fail(pl, sent, "data send", err);
                         if (rc < 0)
                                 return rc;
                         continue;
@@ -313,13 +315,13 @@ static int send_all(struct pipeline *pl, int fd, struct iovec *iov, int cnt, str
 
 /* Reads exactly len bytes; *got says how many came before the peer closed (then the
  * return is -EPIPE, or 0 when nothing came and eof_ok). */
-static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eof_ok, size_t *got,
-                     struct ds_error *err)
+static int recv_full(struct pipeline *pl, struct ds_xconn *conn, void *buf, size_t len, bool eof_ok,
+                     size_t *got, struct ds_error *err)
 {
         size_t done = 0;
 
         while (done < len) {
-                ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_WAITALL);
+                ssize_t n = conn->ops->recv(conn, (char *)buf + done, len - done, MSG_WAITALL);
                 if (n > 0) {
                         done += (size_t)n;
                         progress(pl);
@@ -334,7 +336,7 @@ static int recv_full(struct pipeline *pl, int fd, void *buf, size_t len, bool eo
                                 return 0;
                         return ds_fail(err, 0, "data connection closed early"), -EPIPE;
                 }
-                int rc = retry_or_fail(pl, "data receive", err);
+                int rc = retry_or_fail(pl, n, "data receive", err);
                 if (rc < 0)
                         return rc;
         }
@@ -346,7 +348,7 @@ static void *send_thread(void *arg)
 {
         struct net_thread *t = arg;
         struct pipeline *pl = t->pl;
-        int fd = pl->socks[t->index];
+        struct ds_xconn *conn = &pl->conns[t->index];
         struct ds_error err = {{0}};
         int rc = 0;
 
@@ -374,7 +376,7 @@ static void *send_thread(void *arg)
                 }
                 if (!piece.end)
                         iov[cnt++] = (struct iovec){piece.buf, piece.len};
-                rc = cnt > 0 ? send_all(pl, fd, iov, cnt, &err) : 0;
+                rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &err) : 0;
                 if (!piece.end) {
                         give_free(pl, piece.buf);
                         if (rc == 0)
@@ -393,7 +395,7 @@ static int recv_payload(const struct net_thread *t, const struct ds_modee_block 
                         struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        int fd = pl->socks[t->index];
+        struct ds_xconn *conn = &pl->conns[t->index];
         uint64_t done = 0;
 
         while (done < block->count) {
@@ -404,7 +406,7 @@ static int recv_payload(const struct net_thread *t, const struct ds_modee_block 
                 size_t len =
                     block->count - done < pl->block ? (size_t)(block->count - done) : pl->block;
                 size_t got;
-                rc = recv_full(pl, fd, buf, len, false, &got, err);
+                rc = recv_full(pl, conn, buf, len, false, &got, err);
                 if (rc == 0) {
                         count(pl, t->index, len);
                         rc = push_piece(pl, &pl->to_disk,
@@ -422,14 +424,14 @@ static int recv_payload(const struct net_thread *t, const struct ds_modee_block 
 static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        int fd = pl->socks[t->index];
+        struct ds_xconn *conn = &pl->conns[t->index];
         uint64_t limit = pl->opts->limit;
 
         for (;;) {
                 uint8_t header[DS_MODEE_HEADER];
                 struct ds_modee_block block;
                 size_t got;
-                int rc = recv_full(pl, fd, header, sizeof(header), false, &got, err);
+                int rc = recv_full(pl, conn, header, sizeof(header), false, &got, err);
                 if (rc < 0)
                         return rc;
                 rc = ds_modee_decode(header, limit, &block, err);
@@ -462,7 +464,7 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 static int recv_stream(const struct net_thread *t, struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        int fd = pl->socks[t->index];
+        struct ds_xconn *conn = &pl->conns[t->index];
         uint64_t offset = pl->opts->offset;
         uint64_t end =
             pl->opts->length > UINT64_MAX - offset ? UINT64_MAX : offset + pl->opts->length;
@@ -475,7 +477,7 @@ static int recv_stream(const struct net_thread *t, struct ds_error *err)
                 if (!buf)
                         return rc;
                 size_t got = 0;
-                rc = recv_full(pl, fd, buf, pl->block, true, &got, err);
+                rc = recv_full(pl, conn, buf, pl->block, true, &got, err);
                 if (rc == -EPIPE)
                         rc = 0; /* in MODE S the close is the end */
                 if (rc == 0 && got > end - offset) {
@@ -533,7 +535,7 @@ static void open_slots(struct pipeline *pl)
                 struct sockaddr_storage addr;
                 socklen_t len = sizeof(addr);
                 char name[64] = ""; /* the slot keeps what fits */
-                if (getpeername(pl->socks[i], (struct sockaddr *)&addr, &len) == 0)
+                if (getpeername(pl->conns[i].fd, (struct sockaddr *)&addr, &len) == 0)
                         ds_net_format((struct sockaddr *)&addr, len, name, sizeof(name));
                 pl->slots[i] = ds_live_slot_open(pl->live, DS_SLOT_STREAM, i, name);
         }
@@ -562,7 +564,7 @@ static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
 /* With buffers false (sendfile moves the data) no pool is made: a session would map and
  * touch depth x block bytes (16 MiB by default) for nothing. */
 static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
-                         const int *socks, unsigned n, const struct ds_xfer_opts *opts,
+                         struct ds_xconn *conns, unsigned n, const struct ds_xfer_opts *opts,
                          bool buffers, struct ds_error *err)
 {
         unsigned depth = pipeline_depth(opts, n);
@@ -570,7 +572,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         *pl = (struct pipeline){.opts = opts,
                                 .mode = mode,
                                 .file = file,
-                                .socks = socks,
+                                .conns = conns,
                                 .n = n,
                                 .block = opts->block ? opts->block : DS_XFER_BLOCK,
                                 .live = opts->live};
@@ -578,7 +580,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
                                mode == DS_XFER_STREAM ? 'S' : 'E');
         for (unsigned i = 0; i < n; i++) {
-                int rc = set_slices(socks[i]);
+                int rc = set_slices(conns[i].fd);
                 if (rc < 0)
                         return ds_fail(err, rc, "data socket timeouts");
         }
@@ -761,17 +763,17 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
 {
         off_t at = (off_t)pl->opts->offset;
         uint64_t left = pl->opts->length;
-        int fd = pl->socks[0];
+        struct ds_xconn *conn = &pl->conns[0];
 
         posix_fadvise(pl->file->fd, at, 0, POSIX_FADV_SEQUENTIAL);
         result->sendfile = true;
         while (left > 0) {
                 size_t want = left < pl->block ? (size_t)left : pl->block;
-                ssize_t sent = sendfile(fd, pl->file->fd, &at, want);
+                ssize_t sent = conn->ops->sendfile(conn, pl->file->fd, &at, want);
                 if (sent == 0)
                         break; /* the end of the file */
                 if (sent < 0) {
-                        int rc = retry_or_fail(pl, "sendfile", err);
+                        int rc = retry_or_fail(pl, sent, "sendfile", err);
                         if (rc < 0)
                                 return rc;
                         continue;
@@ -805,9 +807,9 @@ uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mod
         return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
 }
 
-int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err)
+int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
+                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                       struct ds_error *err)
 {
         struct pipeline pl;
         struct net_thread threads[DS_MODEE_MAX_STREAMS];
@@ -815,8 +817,8 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         uint64_t start_ns = ds_now_ns();
 
         *result = (struct ds_xfer_result){0};
-        bool by_sendfile = use_sendfile(file, mode, opts);
-        int rc = pipeline_init(&pl, file, mode, socks, n, opts, !by_sendfile, err);
+        bool by_sendfile = use_sendfile(file, mode, opts) && n == 1 && conns[0].ops->sendfile;
+        int rc = pipeline_init(&pl, file, mode, conns, n, opts, !by_sendfile, err);
         if (rc < 0)
                 return rc;
         if (by_sendfile) {
@@ -920,9 +922,9 @@ static int check_end(const struct pipeline *pl, const struct ds_ranges *arrived,
         return 0;
 }
 
-int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err)
+int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
+                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                       struct ds_error *err)
 {
         struct pipeline pl;
         struct net_thread threads[DS_MODEE_MAX_STREAMS];
@@ -936,7 +938,7 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         if (!slots)
                 return ds_fail(err, -ENOMEM, "receive ranges");
         ds_ranges_init(&arrived, opts->offset, slots, RANGES_MAX);
-        int rc = pipeline_init(&pl, file, mode, socks, n, opts, true, err);
+        int rc = pipeline_init(&pl, file, mode, conns, n, opts, true, err);
         if (rc < 0) {
                 free(slots);
                 return rc;
@@ -958,4 +960,32 @@ int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
         pipeline_free(&pl);
         free(slots);
         return rc;
+}
+
+/* Plain sockets: each is wrapped in the tcp backend for the call, and stays the caller's. */
+static int wrap_plain(const int *socks, unsigned n, struct ds_xconn *conns, struct ds_error *err)
+{
+        if (n > DS_MODEE_MAX_STREAMS)
+                return ds_fail(err, -EINVAL, "%u data connections", n);
+        for (unsigned i = 0; i < n; i++)
+                ds_xconn_plain(&conns[i], socks[i]);
+        return 0;
+}
+
+int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err)
+{
+        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        int rc = wrap_plain(socks, n, conns, err);
+        return rc < 0 ? rc : ds_xfer_send_conns(file, mode, conns, n, opts, result, err);
+}
+
+int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
+                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                 struct ds_error *err)
+{
+        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        int rc = wrap_plain(socks, n, conns, err);
+        return rc < 0 ? rc : ds_xfer_recv_conns(file, mode, conns, n, opts, result, err);
 }

@@ -24,6 +24,7 @@
 struct ds_error;
 struct ds_live_segment;
 struct ds_xfile;
+struct ds_xconn;
 
 #define DS_XFER_BLOCK (4u << 20) /* default bytes per buffer and per MODE E block */
 
@@ -140,5 +141,15 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
 int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
                  const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
                  struct ds_error *err);
+
+/* The same over connections of any backend (xconn.h), which stay the caller's to close.
+ * sendfile serves only where the connection's backend has it. ds_xfer_send and
+ * ds_xfer_recv are these over plain sockets. */
+int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
+                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                       struct ds_error *err);
+int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
+                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
+                       struct ds_error *err);
 
 #endif

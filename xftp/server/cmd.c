@@ -46,7 +46,8 @@ static const struct verb_entry verbs[] = {
     {"MLSD", V_MLSD, ARG_OPT},      {"HASH", V_HASH, ARG_REQ},      {"RANG", V_RANG, ARG_RANG},
     {"PSIZ", V_PSIZ, ARG_REQ},      {"HELP", V_HELP, ARG_OPT},      {"ACCT", V_COUNT, ARG_MISSING},
     {"SMNT", V_COUNT, ARG_MISSING}, {"REIN", V_COUNT, ARG_MISSING}, {"STOU", V_COUNT, ARG_MISSING},
-    {"SITE", V_COUNT, ARG_MISSING},
+    {"SITE", V_COUNT, ARG_MISSING}, {"AUTH", V_AUTH, ARG_REQ},      {"PBSZ", V_PBSZ, ARG_REQ},
+    {"PROT", V_PROT, ARG_REQ},      {"CCC", V_CCC, ARG_NONE},
 };
 
 static int refuse(const char **reply, int code, const char *text)

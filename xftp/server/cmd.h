@@ -50,6 +50,10 @@ enum xftpd_verb {
         V_RANG,
         V_PSIZ,
         V_HELP,
+        V_AUTH, /* RFC 4217 */
+        V_PBSZ,
+        V_PROT,
+        V_CCC,
         V_COUNT
 };
 

@@ -8,6 +8,7 @@
 #include "session.h"
 #include "throttle.h"
 #include "users.h"
+#include "xtls.h"
 
 #include <dragstrip/cli.h>
 #include <dragstrip/clock.h>
@@ -47,8 +48,10 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                 why = refusal;
         }
         if (why) {
-                (void)!send(fd, why, strlen(why), MSG_NOSIGNAL | MSG_DONTWAIT);
-                close(fd);
+                struct ds_xconn ctl;
+                ds_xconn_plain(&ctl, fd);
+                (void)!ds_xconn_send(&ctl, why, strlen(why), MSG_DONTWAIT);
+                ds_xconn_close(&ctl);
                 return;
         }
         unsigned slot = guard_sessions_free_slot(table);
@@ -121,7 +124,7 @@ static bool differ(const char *a, const char *b)
  * reload frees that text and keeps them (keep_restart_only). Called once, at start. */
 static void own_restart_only(struct options *o)
 {
-        const char **held[] = {&o->listen_addr, &o->roots, &o->run_as};
+        const char **held[] = {&o->listen_addr, &o->roots, &o->run_as, &o->tls_cert, &o->tls_key};
 
         for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
                 if (*held[i] && !(*held[i] = strdup(*held[i])))
@@ -147,6 +150,9 @@ static void keep_restart_only(const struct options *old, struct options *o)
             {"max-per-host", old->max_per_host != o->max_per_host},
             {"max-host-fails", old->max_host_fails != o->max_host_fails},
             {"ban-time", old->ban_ms != o->ban_ms},
+            {"tls-cert", differ(old->tls_cert, o->tls_cert)},
+            {"tls-key", differ(old->tls_key, o->tls_key)},
+            {"tls-required", old->tls_required != o->tls_required},
         };
         for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
                 if (held[i].changed)
@@ -165,6 +171,9 @@ static void keep_restart_only(const struct options *old, struct options *o)
         o->max_per_host = old->max_per_host;
         o->max_host_fails = old->max_host_fails;
         o->ban_ms = old->ban_ms;
+        o->tls_cert = old->tls_cert;
+        o->tls_key = old->tls_key;
+        o->tls_required = old->tls_required;
 }
 
 /* Whether text (with the command line) gives good settings. The option handlers exit on
@@ -333,7 +342,6 @@ static int serve(int listen_fd, struct server *sv, struct throttle *throttle)
 
 int main(int argc, char **argv)
 {
-        static atomic_bool stop;
         static struct server sv;
         struct ds_error err;
         struct ds_store *store;
@@ -346,6 +354,9 @@ int main(int argc, char **argv)
         const struct options *o = &sv.o;
         xftpd_log_open(o->syslog);
         if (o->users_file && xftpd_users_load(&sv.users, o->users_file, &err) < 0)
+                errx(1, "%s", err.text);
+        struct ds_tls *tls = NULL; /* before the drop: the key may be root's alone */
+        if (o->tls_cert && ds_tls_server(&tls, o->tls_cert, o->tls_key, &err) < 0)
                 errx(1, "%s", err.text);
         if (ds_store_open(&store, o->roots, o->direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
                 errx(1, "%s", err.text);
@@ -365,7 +376,7 @@ int main(int argc, char **argv)
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o->roots, ","), o->roots);
         if (guard_drop_privileges(o->run_as, first_root, o->allow_root, sv.xferlog_fd, &err) < 0)
                 errx(1, "%s", err.text);
-        ds_cli_catch_stop(&stop);
+        ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */
         catch_reload();
         xftpd_session_catch_ban();
         struct ds_shared_budget *budget;
@@ -376,8 +387,9 @@ int main(int argc, char **argv)
         sv.config = (struct xftpd_config){
             .store = store,
             .fail_report_fd = throttle.report_fd[1],
-            .stop = &stop,
             .budget = budget,
+            .tls = tls,
+            .tls_required = o->tls_required,
         };
         set_session_config(&sv);
         unsigned width = ds_store_width(store);
@@ -392,5 +404,6 @@ int main(int argc, char **argv)
         free(sv.o.config_text);
         if (sv.xferlog_fd >= 0)
                 close(sv.xferlog_fd);
+        ds_tls_free(tls);
         return status;
 }

@@ -62,6 +62,10 @@ static void usage(void)
             "  --run-as USER          started as root, serve as USER (default: the owner\n"
             "                         of the first --root directory)\n"
             "  --allow-root           allow serving as root\n"
+            "  --tls-cert FILE        certificate chain (PEM): offer FTPS, AUTH TLS\n"
+            "  --tls-key FILE         its private key (PEM), read before privileges drop\n"
+            "  --tls-required         refuse USER before AUTH TLS (530) and data\n"
+            "                         connections without PROT P (521)\n"
             "  --no-stats             publish no live counters for tach\n"
             "  -h, --help             this text;  --version  the version\n");
 }
@@ -93,6 +97,9 @@ enum {
         OPT_ANON_WRITE,
         OPT_HOME,
         OPT_READ_ONLY,
+        OPT_TLS_CERT,
+        OPT_TLS_KEY,
+        OPT_TLS_REQUIRED,
         OPT_VERSION
 };
 
@@ -279,6 +286,15 @@ static void take_option(int c, const char *arg, const char *name, void *ctx)
         case OPT_READ_ONLY:
                 o->read_only = true;
                 break;
+        case OPT_TLS_CERT:
+                o->tls_cert = arg;
+                break;
+        case OPT_TLS_KEY:
+                o->tls_key = arg;
+                break;
+        case OPT_TLS_REQUIRED:
+                o->tls_required = true;
+                break;
         case 'h':
                 usage();
                 exit(0);
@@ -318,6 +334,9 @@ static const struct option longs[] = {
     {"add-user", required_argument, NULL, OPT_ADD_USER},
     {"home", required_argument, NULL, OPT_HOME},
     {"read-only", no_argument, NULL, OPT_READ_ONLY},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-required", no_argument, NULL, OPT_TLS_REQUIRED},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -383,6 +402,10 @@ void xftpd_options_parse(int argc, char **argv, char *config_text, struct option
                 errx(2, "--users FILE is required, or --anonymous for a read-only server");
         if ((o->anon_root || o->anon_write) && !o->anonymous)
                 errx(2, "--anon-root and --anon-write go with --anonymous");
+        if (!o->tls_cert != !o->tls_key)
+                errx(2, "--tls-cert and --tls-key go together");
+        if (o->tls_required && !o->tls_cert)
+                errx(2, "--tls-required needs --tls-cert FILE and --tls-key FILE");
         /* Less than one plain transfer's buffers (depth 4, xfer.h) would refuse them all:
          * given, that is a mistake; by default, one transfer at a time is the least. */
         uint64_t one_transfer = 4 * (uint64_t)o->block;

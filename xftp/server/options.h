@@ -12,9 +12,9 @@
 struct options {
         uint16_t port;
         const char *roots, *users_file, *listen_addr, *run_as, *xferlog, *anon_root;
-        const char *config_file, *add_file, *home;
+        const char *config_file, *add_file, *home, *tls_cert, *tls_key;
         char *config_text; /* the file's text, cut into the values above; freed with o */
-        bool anonymous, anon_write, allow_root, direct_reads, fxp, syslog, read_only;
+        bool anonymous, anon_write, allow_root, direct_reads, fxp, syslog, read_only, tls_required;
         uint16_t pasv_lo, pasv_hi;
         struct ds_ftp_addr pasv_addr;
         size_t block;

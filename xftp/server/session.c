@@ -1,6 +1,8 @@
 /* A session's control connection: reading lines with deadlines, login, and the commands
  * that move no data. transfer.c has the ones that do. */
 #include "session.h"
+
+#include "ftps.h"
 #include "throttle.h"
 #include "users.h"
 
@@ -52,15 +54,14 @@ int session_send(struct session *s, const void *data, size_t len, uint64_t deadl
         /* Non-blocking sends and a poll that a stop ends: a client that never reads
          * holds a write until its deadline at most, and none waits once stopping. */
         for (size_t done = 0; done < len;) {
-                ssize_t sent = send(s->ctl, bytes + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t sent = ds_xconn_send(&s->ctl, bytes + done, len - done, MSG_DONTWAIT);
                 if (sent > 0) {
                         done += (size_t)sent;
                         continue;
                 }
                 int left = ds_deadline_left_ms(deadline_ns);
-                bool may_wait =
-                    sent < 0 && (errno == EAGAIN || errno == EINTR) && left > 0 && !ds_stopping();
-                if (!may_wait || ds_poll_one(s->ctl, POLLOUT, left) < 0) {
+                bool may_wait = (sent == -EAGAIN || sent == -EINTR) && left > 0 && !ds_stopping();
+                if (!may_wait || ds_xconn_wait(&s->ctl, POLLOUT, left, NULL) < 0) {
                         atomic_store(&s->ctl_gone, true);
                         return -EPIPE;
                 }
@@ -158,13 +159,14 @@ long session_read_line(struct session *s, uint64_t deadline_ns)
                 size_t len = line_ready(s);
                 if (len > 0)
                         return (long)len;
-                int n = ds_poll_one(s->ctl, POLLIN, left);
+                int n = ds_xconn_wait(&s->ctl, POLLIN, left, NULL);
                 if (n < 0 && n != -EINTR)
                         return n;
                 if (n <= 0)
                         continue;
-                ssize_t got = recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, 0);
-                if (got < 0 && (errno == EINTR || errno == EAGAIN))
+                ssize_t got = ds_xconn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used,
+                                            MSG_DONTWAIT);
+                if (got == -EINTR || got == -EAGAIN)
                         continue;
                 if (got <= 0)
                         return -EPIPE;
@@ -448,6 +450,7 @@ static void cmd_feat(struct session *s)
         for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
                 session_reply(s, " %s", lines[i]);
         session_reply(s, " HASH %s", hashes);
+        ftps_feat(s);
         session_reply(s, "211 End");
 }
 
@@ -499,6 +502,8 @@ static void cmd_stat(struct session *s, const char *arg)
 /* Commands allowed before login. Returns true when handled. */
 static bool before_login(struct session *s, const struct xftpd_cmd *cmd, bool *end)
 {
+        if (ftps_command(s, cmd))
+                return true;
         switch (cmd->verb) {
         case V_USER:
                 cmd_user(s, cmd->arg);
@@ -671,7 +676,7 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         memset(s, 0, sizeof(*s));
         s->config = config;
         s->store = config->store;
-        s->ctl = ctl;
+        ds_xconn_plain(&s->ctl, ctl);
         s->mode = 'S';
         s->streams = 1;
         s->pasv_fd = -1;
@@ -688,6 +693,8 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         /* Replies go out at once: with Nagle, the second line of a reply (FEAT's, or a 226
          * after a 150) waited for the client's delayed ACK, 40 ms a time. */
         setsockopt(ctl, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        if (ftps_session_init(s) < 0)
+                return -EIO;
         if (ds_live_open(&s->live, "xftpd", "serve", "tcp", NULL, &err) == 0) {
                 ds_live_set_peer(s->live, s->peer_text);
                 ds_live_set_msg_size(s->live, config->block);
@@ -735,7 +742,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
         ds_store_close(s->own_store);
         if (s->live)
                 ds_live_close(s->live);
-        close(ctl);
+        ds_xconn_close(&s->ctl);
         free(cmd);
         free(s);
         return 0;

@@ -10,6 +10,7 @@
 #include "dataconn.h"
 #include "hash.h"
 #include "store.h"
+#include "xconn.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 
 struct ds_live;
 struct ds_shared_budget;
+struct ds_tls;
 struct xftpd_users;
 
 /* What every session of one server shares, read-only. */
@@ -38,12 +40,13 @@ struct xftpd_config {
         int xferlog_fd;                  /* --xferlog, opened by the listener; -1: none */
         uint16_t pasv_lo, pasv_hi;       /* --pasv-ports; 0: any port */
         struct ds_ftp_addr pasv_addr;    /* --pasv-address, IPv4; len 0: our own */
-        atomic_bool *stop;               /* SIGTERM / SIGINT */
         /* Transfer buffers of all sessions together (--max-mem): each takes its share
          * before a transfer and gives it back after, in its own slot, which the listener
          * sets in the session's copy of this config once forked. */
         struct ds_shared_budget *budget;
         unsigned budget_slot;
+        struct ds_tls *tls; /* NULL: no FTPS (no --tls-cert) */
+        bool tls_required;  /* --tls-required */
 };
 
 /* Called once in the listener, before any session starts: SIGUSR1, which the listener
@@ -58,7 +61,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl);
 /* The session's state, shared by session.c (commands) and transfer.c (data). */
 struct session {
         const struct xftpd_config *config;
-        int ctl;
+        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
         struct ds_ftp_addr local, peer;
         char peer_text[64];
 
@@ -83,6 +86,8 @@ struct session {
         int pasv_fd;               /* PASV/EPSV listener, -1 */
         struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
         bool epsv_all;
+        bool pbsz;   /* PBSZ 0 came after AUTH TLS */
+        bool prot_p; /* PROT P: data connections are TLS */
 
         /* The control connection's input: filled by the session, and during a transfer by
          * its watcher (one at a time). */

@@ -4,9 +4,12 @@
  * connection so that ABOR, a hang-up or SIGTERM cut the transfer. */
 #include "session.h"
 
+#include "ftps.h"
+
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
 #include <dragstrip/serve.h>
+#include <dragstrip/stop.h>
 
 #include "modee.h"
 #include "xfer.h"
@@ -77,7 +80,7 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
                 return;
         }
         forget_data(s);
-        struct ds_data_opts opts = data_opts(s, s->config->stop);
+        struct ds_data_opts opts = data_opts(s, NULL);
         int fd = ds_data_listen(&s->local, &opts, &err);
         s->pasv_fd = fd;
         if (fd < 0 || ds_ftp_addr_local(fd, &bound) < 0) {
@@ -154,12 +157,15 @@ static void log_refused(struct session *s, const struct ds_data_refused *refused
 
 /* Opens the n data connections of the next transfer. Replies 425 and returns a negative
  * errno when it cannot. */
-static int open_data(struct session *s, int *fds, unsigned n)
+static int open_data(struct session *s, struct ds_xconn *conns, unsigned n)
 {
         struct ds_error err;
         struct ds_data_opts opts = data_opts(s, &s->xfer_stop);
+        int fds[DS_MODEE_MAX_STREAMS];
         int rc;
 
+        if (ftps_data_refused(s))
+                return -EACCES;
         if (s->pasv_fd >= 0) {
                 /* A third host that races the client for the port gets nothing. */
                 struct ds_data_refused refused = {0};
@@ -175,6 +181,8 @@ static int open_data(struct session *s, int *fds, unsigned n)
                 session_reply(s, "425 Use PORT, EPRT, PASV or EPSV first.");
                 return -ENOTCONN;
         }
+        for (unsigned i = 0; i < n; i++)
+                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
         if (rc < 0)
                 session_reply(s, "425 Cannot open the data connection: %s.", err.text);
         if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */
@@ -233,16 +241,18 @@ static void *watch_run(void *arg)
 
         watch_abor(s); /* an ABOR may have come in the same read as the command it cuts */
         while (!atomic_load(&w->done)) {
-                if (atomic_load(s->config->stop))
+                if (ds_stopping())
                         atomic_store(&s->xfer_stop, true);
                 bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
-                struct pollfd pfd[2] = {{.fd = s->ctl, .events = room ? POLLIN : 0},
+                struct pollfd pfd[2] = {{.fd = s->ctl.fd, .events = room ? POLLIN : 0},
                                         {.fd = w->wake, .events = POLLIN}};
-                if (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                bool held = room && s->ctl.ops->pending && s->ctl.ops->pending(&s->ctl) > 0;
+                if (!held &&
+                    (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))))
                         continue;
-                ssize_t got =
-                    recv(s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, MSG_DONTWAIT);
-                if (got < 0 && (errno == EINTR || errno == EAGAIN))
+                ssize_t got = ds_xconn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used,
+                                            MSG_DONTWAIT);
+                if (got == -EINTR || got == -EAGAIN)
                         continue;
                 if (got <= 0) {
                         atomic_store(&s->ctl_gone, true);
@@ -299,7 +309,7 @@ static void reply_cut(struct session *s, int rc, const char *why)
                               "552 Beyond the largest file this store takes (%s); the partial "
                               "file is removed.",
                               why);
-        } else if (atomic_load(s->config->stop)) {
+        } else if (ds_stopping()) {
                 session_reply(s, "426 Server shutting down.");
         } else {
                 session_reply(s, "426 Transfer failed: %s.", why);
@@ -361,7 +371,7 @@ static bool allo_reached(const struct session *s, const struct job *job)
  * short look at it (the kernel's view, not the watcher's) tells an end from a death. */
 static void await_hangup(struct session *s)
 {
-        struct pollfd pfd = {.fd = s->ctl, .events = POLLRDHUP};
+        struct pollfd pfd = {.fd = s->ctl.fd, .events = POLLRDHUP};
 
         if (poll(&pfd, 1, 25) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
                 atomic_store(&s->ctl_gone, true);
@@ -389,14 +399,19 @@ static void budget_give(struct session *s, uint64_t bytes)
  * result; job->connected says whether it ran. */
 static int run_job(struct session *s, struct job *job)
 {
-        int fds[DS_MODEE_MAX_STREAMS];
+        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
         unsigned n = s->mode == 'E' ? s->streams : 1;
         enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
         struct watch w;
 
         job->opts.block = s->config->block;
+        /* TLS in user space cannot sendfile: budget for buffers, whatever the kernel does. */
+        unsigned flags = job->opts.flags;
+        if (s->prot_p)
+                job->opts.flags |= DS_XFER_NO_SENDFILE;
         uint64_t need =
             ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
+        job->opts.flags = flags;
         if (!budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_start(&w, s);
@@ -405,21 +420,25 @@ static int run_job(struct session *s, struct job *job)
                 session_reply(s, "451 Cannot start the transfer.");
                 return rc;
         }
-        rc = open_data(s, fds, n);
+        rc = open_data(s, conns, n);
         job->connected = rc == 0;
         if (rc == 0) {
                 session_reply(s, "150 Opening %s data connection%s.",
                               mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
+                rc = ftps_secure_data(s, conns, n, &job->err);
+        }
+        if (rc == 0 && job->connected) {
                 job->opts.idle_ms = s->config->idle_ms;
                 job->opts.stop = &s->xfer_stop;
                 job->opts.live = s->live ? ds_live_segment(s->live) : NULL;
                 if (s->live)
                         ds_live_start(s->live);
                 struct ds_xfile *xfile = ds_store_xfile(job->file);
-                rc = job->upload
-                         ? ds_xfer_recv(xfile, mode, fds, n, &job->opts, &job->result, &job->err)
-                         : ds_xfer_send(xfile, mode, fds, n, &job->opts, &job->result, &job->err);
-                ds_data_close(fds, n);
+                rc = job->upload ? ds_xfer_recv_conns(xfile, mode, conns, n, &job->opts,
+                                                      &job->result, &job->err)
+                                 : ds_xfer_send_conns(xfile, mode, conns, n, &job->opts,
+                                                      &job->result, &job->err);
+                ds_xconn_close_all(conns, n);
                 if (s->live)
                         ds_live_done(s->live);
                 /* A size announced by ALLO and reached says the end itself. */
@@ -567,7 +586,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
 struct lister {
         struct session *s;
         enum xftpd_verb verb;
-        int fd;                /* the data connection; -1: the control connection (STAT, MLST) */
+        struct ds_xconn *conn; /* the data connection; NULL: the control one (STAT, MLST) */
         uint64_t ctl_deadline; /* fd -1: the whole reply's, so a client that reads a byte
                                 * now and then cannot stretch it chunk by chunk */
         time_t now;
@@ -581,8 +600,8 @@ static int lister_flush(struct lister *l)
         struct ds_data_opts opts = data_opts(l->s, &l->s->xfer_stop);
         struct ds_error err;
 
-        if (l->rc == 0 && l->used > 0 && l->fd >= 0)
-                l->rc = ds_data_write_all(l->fd, l->buf, l->used, &opts, &err);
+        if (l->rc == 0 && l->used > 0 && l->conn)
+                l->rc = ds_data_write_all(l->conn, l->buf, l->used, &opts, &err);
         else if (l->rc == 0 && l->used > 0)
                 l->rc = session_send(l->s, l->buf, l->used, l->ctl_deadline);
         l->used = 0;
@@ -632,7 +651,7 @@ static int list_entry(const char *name, const struct ds_store_stat *st, void *ct
         for (const unsigned char *p = (const unsigned char *)name; *p; p++)
                 if (*p < 0x20 || *p == 0x7f)
                         return 0;
-        if (l->fd < 0) /* inside a multi-line reply: a space first, as MLST wants */
+        if (!l->conn) /* inside a multi-line reply: a space first, as MLST wants */
                 at[n++] = ' ';
         if (l->verb == V_MLSD || l->verb == V_MLST)
                 n += mlsx_facts(at + n, room - (size_t)n, st, l->s->read_only);
@@ -676,7 +695,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
         char path[DS_STORE_PATH_MAX];
         struct lister *l = calloc(1, sizeof(*l));
         struct watch w;
-        int fd = -1;
+        struct ds_xconn conn;
 
         const char *name = verb == V_LIST || verb == V_NLST ? skip_ls_options(arg) : arg;
         int rc = l ? ds_store_path(s->cwd, name, path, sizeof(path)) : -ENOMEM;
@@ -686,11 +705,15 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                 session_reply_errno(s, rc, name);
         } else if (watch_start(&w, s) == 0) {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
-                if (open_data(s, &fd, 1) == 0) {
+                if (open_data(s, &conn, 1) == 0) {
+                        struct ds_error err;
                         session_reply(s, "150 Here comes the listing.");
-                        *l = (struct lister){.s = s, .verb = verb, .fd = fd, .now = time(NULL)};
-                        rc = list_path(l, path, name);
-                        ds_data_close(&fd, 1);
+                        *l =
+                            (struct lister){.s = s, .verb = verb, .conn = &conn, .now = time(NULL)};
+                        rc = ftps_secure_data(s, &conn, 1, &err);
+                        if (rc == 0)
+                                rc = list_path(l, path, name);
+                        ds_xconn_close(&conn);
                         if (rc == 0)
                                 reply_done(s, "Listing sent.");
                         else
@@ -714,7 +737,6 @@ void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg
         if (rc == 0) {
                 *l = (struct lister){.s = s,
                                      .verb = verb,
-                                     .fd = -1,
                                      .ctl_deadline = session_reply_deadline(s),
                                      .now = time(NULL)};
                 session_reply(s, "%d-Status of /%s:", code, path);

@@ -2,6 +2,7 @@
 #ifndef DRAGSTRIP_NET_H
 #define DRAGSTRIP_NET_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -23,6 +24,13 @@ int ds_net_listen(const char *host, uint16_t port, int socktype, struct ds_error
  * errno with err naming the host and the reason. */
 int ds_net_connect(const char *host, uint16_t port, int socktype, int timeout_ms,
                    struct ds_error *err);
+
+/* Connects fd, a socket the caller set up (bound, buffers sized), to addr within
+ * timeout_ms (0 or negative: no deadline of its own), the wait ending on a stop or once
+ * *also (may be NULL) is set (-EINTR). fd is blocking again afterwards. Returns 0 or a
+ * negative errno; the caller closes fd either way. */
+int ds_net_connect_socket(int fd, const struct sockaddr *addr, socklen_t len, int timeout_ms,
+                          atomic_bool *also);
 
 /* Accepts one connection, waiting at most timeout_ms (negative: forever). Returns the
  * descriptor, -ETIMEDOUT, or a negative errno. The peer's address is written to peer. */

@@ -42,4 +42,8 @@ int ds_stop_status(void);
  * stop ended a long wait (see above), or another negative errno. */
 int ds_poll_one(int fd, short events, int timeout_ms);
 
+/* As ds_poll_one, and also ended (-EINTR) by a flag of the caller's own, *also (may be
+ * NULL), such as one transfer's abort; with a flag every wait is sliced, however short. */
+int ds_poll_one_until(int fd, short events, int timeout_ms, atomic_bool *also);
+
 #endif

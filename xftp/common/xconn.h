@@ -1,0 +1,83 @@
+/* A connection of xftp or xftpd, control or data, as the protocol and the transfer pipeline
+ * see it: every byte either side reads or writes goes through one small table of
+ * operations, beside ds_xfile_ops for files. The plain backend is a TCP socket (xconn.c);
+ * TLS is another backend, and so would be any other data channel.
+ *
+ * The calls keep the socket's own manners: a call with MSG_DONTWAIT never blocks, one
+ * without blocks no longer than the socket's SO_SNDTIMEO/SO_RCVTIMEO (or, where a backend
+ * cannot honour those, one 100 ms slice), so a caller that waits in slices still sees a
+ * stop. Errors come back as a negative errno, -EAGAIN meaning "nothing yet, try again". */
+#ifndef DS_XFTP_XCONN_H
+#define DS_XFTP_XCONN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct ds_xconn;
+
+struct ds_xconn_ops {
+        const char *name; /* "tcp", "tls" */
+        /* Sends from iov[0..cnt-1] (flags: 0 or MSG_DONTWAIT). Returns the bytes taken,
+         * possibly fewer than offered, or a negative errno (-EPIPE: the peer left). */
+        ssize_t (*sendv)(struct ds_xconn *c, const struct iovec *iov, int cnt, int flags);
+        /* Receives up to len bytes (flags: 0, MSG_DONTWAIT or MSG_WAITALL). Returns the
+         * bytes read, 0 when the peer closed, or a negative errno. */
+        ssize_t (*recv)(struct ds_xconn *c, void *buf, size_t len, int flags);
+        /* May be NULL: sends len bytes of file_fd from *offset, advancing it, without
+         * copying them through user space. Returns as sendv. */
+        ssize_t (*sendfile)(struct ds_xconn *c, int file_fd, off_t *offset, size_t len);
+        /* May be NULL: bytes already received and held in user space (TLS records), which
+         * a poll() on the socket would not announce. */
+        size_t (*pending)(struct ds_xconn *c);
+        /* Ends the connection (TLS: its close_notify first) and closes the socket. Returns 0
+         * or a negative errno of the close. */
+        int (*close)(struct ds_xconn *c);
+};
+
+/* One connection. fd stays the socket, for poll() and socket options. */
+struct ds_xconn {
+        const struct ds_xconn_ops *ops;
+        int fd;      /* -1: no connection */
+        void *impl;  /* the backend's own state */
+        bool kernel; /* the kernel carries the bytes as they are on the wire (plain TCP,
+                      * kernel TLS): sendfile and large sends need no user-space copy */
+};
+
+/* The plain backend over the connected socket fd, which the connection owns from now on. */
+extern const struct ds_xconn_ops ds_xconn_tcp;
+void ds_xconn_plain(struct ds_xconn *c, int fd);
+
+/* An empty connection (fd -1), for arrays filled later. */
+void ds_xconn_none(struct ds_xconn *c);
+
+static inline ssize_t ds_xconn_send(struct ds_xconn *c, const void *buf, size_t len, int flags)
+{
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+        return c->ops->sendv(c, &iov, 1, flags);
+}
+
+static inline ssize_t ds_xconn_recv(struct ds_xconn *c, void *buf, size_t len, int flags)
+{
+        return c->ops->recv(c, buf, len, flags);
+}
+
+/* Waits until c can be read (POLLIN, true at once when the backend holds bytes already) or
+ * written (POLLOUT), as ds_poll_one does: at most timeout_ms (negative: no deadline), in
+ * slices that a stop ends (-EINTR), or when *also (may be NULL) is set. Returns 1 ready,
+ * 0 on timeout, or a negative errno. */
+int ds_xconn_wait(struct ds_xconn *c, short events, int timeout_ms, atomic_bool *also);
+
+/* Writes all len bytes, waiting at most timeout_ms for each stall, ending on a stop or
+ * *also. Returns 0, -ETIMEDOUT, -EINTR or another negative errno. */
+int ds_xconn_write_all(struct ds_xconn *c, const void *buf, size_t len, int timeout_ms,
+                       atomic_bool *also);
+
+/* Closes c if it is open and leaves it empty. Returns 0 or the close's negative errno. */
+int ds_xconn_close(struct ds_xconn *c);
+/* Closes conns[0..n-1]. */
+void ds_xconn_close_all(struct ds_xconn *conns, unsigned n);
+
+#endif
