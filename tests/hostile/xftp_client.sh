@@ -232,3 +232,8 @@ mkdir "$work/lw"
 [ "$(cat "$work/lw/$long")" = hello ] && [ "$(ls -A "$work/lw" | wc -l)" -eq 1 ] ||
 	fail "a 250-byte name: $(ls -A "$work/lw")"
 pass "a 250-byte name is downloaded under its name"
+
+# Replies injected in clear behind AUTH TLS's 234 are never taken as TLS's.
+hostile 2254 inject
+expect_error "replies behind 234" "more after 234" "$xftp" -q --tls -k ls ftp://u:p@127.0.0.1:2254/
+pass "replies injected behind AUTH TLS's 234 are refused, not read as TLS's"

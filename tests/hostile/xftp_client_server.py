@@ -12,6 +12,8 @@ after another until killed. HOW:
   modee    PARALLEL offered, SIZE 100; RETR in MODE E sends block [0,100) 20000 times
   overlong SIZE 50, RETR sends 100 bytes
   huge     SIZE 1 TB, RETR sends 64 MiB
+  inject   AUTH TLS answered 234 with, in the same segment and in clear, the replies a
+           login would want (331, 230, 200, 200): none may be taken as sent under TLS
   changing SIZE 200 and MDTM; the first RETR sends 100 bytes "1" and stops, after which the
            file is 200 bytes "2" with a later MDTM (REST honoured)
 """
@@ -50,7 +52,9 @@ def session(ctl):
             return
         verb, _, arg = line.decode('latin-1').strip().partition(' ')
         verb = verb.upper()
-        if verb == 'USER':
+        if verb == 'AUTH' and how == 'inject':
+            f.write(b'234 go\r\n331 pass\r\n230 in\r\n200 ok\r\n200 ok\r\n')
+        elif verb == 'USER':
             say('331 pass')
         elif verb == 'PASS':
             if how == 'rude':

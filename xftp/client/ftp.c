@@ -223,6 +223,11 @@ static int start_tls(struct ftp *ftp, const struct ftp_tls_opts *tls, struct ds_
         if (rc >= 0 && rc != 234)
                 return ds_fail(err, 0, "%s offers no TLS (--tls): %s", ftp->host, ftp->reply),
                        -EPROTONOSUPPORT;
+        /* Nothing the server sent after its 234 came under TLS: replies read now would be a
+         * third party's, injected in clear (as in curl's CVE-2021-22947). */
+        if (rc >= 0 && ftp->in_len > 0)
+                return ds_fail(err, 0, "%s sent more after 234 than TLS: refused", ftp->host),
+                       -EPROTO;
         if (rc >= 0)
                 rc = ds_tls_client(&ftp->tls, tls->ca_file, tls->insecure, err);
         if (rc >= 0)
