@@ -12,43 +12,43 @@
 #include <string.h>
 #include <unistd.h>
 
-char *xftpd_conf_read(const char *path, struct ds_error *err)
+char *xftpd_read_text(const char *path, size_t max, const char *what, int *rc, struct ds_error *err)
 {
+        int fail = 0;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                ds_fail(err, -errno, "config file %s", path);
-                return NULL;
-        }
-        char *text = malloc(XFTPD_CONF_BYTES + 1);
+        char *text = fd >= 0 ? malloc(max + 1) : NULL;
         size_t used = 0;
         ssize_t n = 1;
-        while (text && n > 0 && used <= XFTPD_CONF_BYTES) {
-                n = read(fd, text + used, XFTPD_CONF_BYTES + 1 - used);
+
+        while (text && n > 0 && used <= max) {
+                n = read(fd, text + used, max + 1 - used);
                 if (n < 0 && errno == EINTR)
                         n = 1;
                 else if (n > 0)
                         used += (size_t)n;
         }
-        int saved = errno;
-        close(fd);
-        if (!text || n < 0 || used > XFTPD_CONF_BYTES) {
-                if (!text)
-                        ds_fail(err, -ENOMEM, "config file %s", path);
-                else if (n < 0)
-                        ds_fail(err, -saved, "config file %s", path);
-                else
-                        ds_fail(err, -EFBIG, "config file %s: larger than %u bytes", path,
-                                XFTPD_CONF_BYTES);
-                free(text);
-                return NULL;
-        }
-        text[used] = '\0';
-        if (strlen(text) != used) {
-                ds_fail(err, -EINVAL, "config file %s: a NUL byte (not a text file?)", path);
+        if (fd < 0 || n < 0)
+                fail = ds_fail(err, -errno, "%s %s", what, path);
+        else if (!text)
+                fail = ds_fail(err, -ENOMEM, "%s %s", what, path);
+        else if (used > max)
+                fail = ds_fail(err, -EFBIG, "%s %s: larger than %zu bytes", what, path, max);
+        else if ((text[used] = '\0', strlen(text) != used))
+                fail = ds_fail(err, -EINVAL, "%s %s: a NUL byte (not a text file?)", what, path);
+        if (fd >= 0)
+                close(fd);
+        if (rc)
+                *rc = fail;
+        if (fail) {
                 free(text);
                 return NULL;
         }
         return text;
+}
+
+char *xftpd_conf_read(const char *path, struct ds_error *err)
+{
+        return xftpd_read_text(path, XFTPD_CONF_BYTES, "config file", NULL, err);
 }
 
 /* Cuts spaces and tabs (and a CR) from both ends of [*start, end), in place. */

@@ -17,6 +17,12 @@ struct ds_error;
  * ("FILE line N: key"). */
 typedef void xftpd_conf_take(int val, const char *arg, const char *name, void *ctx);
 
+/* Reads the whole text file at path, at most max bytes and no NUL byte; what names it in
+ * errors ("users file"). Returns the text (malloc'd) or NULL with err filled and *rc (may
+ * be NULL) its negative errno. */
+char *xftpd_read_text(const char *path, size_t max, const char *what, int *rc,
+                      struct ds_error *err);
+
 /* Reads the file at path, at most XFTPD_CONF_BYTES. Returns its text (malloc'd, the
  * caller frees it) or NULL with err filled. */
 char *xftpd_conf_read(const char *path, struct ds_error *err);

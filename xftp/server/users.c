@@ -1,6 +1,8 @@
 /* The users file: load, check a password, add a user. */
 #include "users.h"
 
+#include "conf.h"
+
 #include <dragstrip/error.h>
 
 #include "store.h"
@@ -45,39 +47,6 @@ bool xftpd_user_name_ok(const char *name)
 static bool hash_ok(const char *hash)
 {
         return hash[0] == '$' && crypt_checksalt(hash) == CRYPT_SALT_OK;
-}
-
-/* Reads the whole file, at most XFTPD_USERS_BYTES. Returns its text (malloc'd) or NULL
- * with err filled and *rc set. */
-static char *read_bounded(const char *path, int *rc, struct ds_error *err)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                *rc = ds_fail(err, -errno, "users file %s", path);
-                return NULL;
-        }
-        char *text = malloc(XFTPD_USERS_BYTES + 1);
-        size_t used = 0;
-        ssize_t n = 1;
-        while (text && n > 0 && used <= XFTPD_USERS_BYTES) {
-                n = read(fd, text + used, XFTPD_USERS_BYTES + 1 - used);
-                if (n < 0 && errno == EINTR)
-                        n = 1;
-                else if (n > 0)
-                        used += (size_t)n;
-        }
-        close(fd);
-        if (!text || n < 0 || used > XFTPD_USERS_BYTES) {
-                *rc = !text   ? ds_fail(err, -ENOMEM, "users file %s", path)
-                      : n < 0 ? ds_fail(err, -errno, "users file %s", path)
-                              : ds_fail(err, 0, "users file %s: larger than %u bytes", path,
-                                        XFTPD_USERS_BYTES),
-                *rc = *rc ? *rc : -EFBIG;
-                free(text);
-                return NULL;
-        }
-        text[used] = '\0';
-        return text;
 }
 
 bool xftpd_users_root_ok(const char *root)
@@ -152,7 +121,7 @@ int xftpd_users_load(struct xftpd_users **out, const char *path, struct ds_error
         struct xftpd_users *users = calloc(1, sizeof(*users));
         if (!users)
                 return ds_fail(err, -ENOMEM, "users file %s", path);
-        users->text = read_bounded(path, &rc, err);
+        users->text = xftpd_read_text(path, XFTPD_USERS_BYTES, "users file", &rc, err);
         users->entries = calloc(XFTPD_USERS_MAX, sizeof(*users->entries));
         if (users->text && !users->entries)
                 rc = ds_fail(err, -ENOMEM, "users file %s", path);
@@ -291,7 +260,9 @@ int xftpd_users_add(const char *path, const char *name, const char *password, co
         struct xftpd_users *users = NULL;
         int rc = exists ? xftpd_users_load(&users, path, err) : 0;
         xftpd_users_free(users);
-        char *old = exists && rc == 0 ? read_bounded(path, &rc, err) : NULL;
+        char *old = exists && rc == 0
+                        ? xftpd_read_text(path, XFTPD_USERS_BYTES, "users file", &rc, err)
+                        : NULL;
         if (rc < 0)
                 return rc;
         size_t cap = (old ? strlen(old) + 1 : 0) + strlen(name) + strlen(hash) + strlen(fields) + 3;
