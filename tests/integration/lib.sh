@@ -64,3 +64,14 @@ expect_error() {
 classic_bytes() {
 	sed -n 's/^ttcp-[tr]: \([0-9]*\) bytes in .*/\1/p' "$1"
 }
+
+# make_ca_and_server: in the current directory, a test CA (ca.pem, ca.key) and a server
+# certificate it signed for localhost and 127.0.0.1 (srv.pem, srv.key), valid two days.
+make_ca_and_server() {
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
+		-subj /CN=xftp-test-ca 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >srv.ext
+	openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+		-extfile srv.ext 2>/dev/null
+}

@@ -11,12 +11,7 @@ cd "$work"
 
 # A CA and a server certificate it signed (for 127.0.0.1 and localhost, not ::1), and a
 # self-signed one.
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
-	-subj /CN=xftp-test-ca 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >srv.ext
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
-	-extfile srv.ext 2>/dev/null
+make_ca_and_server
 openssl req -x509 -newkey rsa:2048 -nodes -keyout self.key -out self.pem -days 2 \
 	-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 chmod 600 srv.key # root's alone: read before the privileges drop

@@ -6,12 +6,7 @@
 command -v vsftpd >/dev/null || fail "vsftpd is not installed (packages.txt)"
 getent passwd ftp >/dev/null || fail "no ftp user (the vsftpd package makes it)"
 cd "$work"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
-	-subj /CN=xftp-test-ca 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >srv.ext
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
-	-extfile srv.ext 2>/dev/null
+make_ca_and_server
 
 port=2151
 vs_root=$work/vs/root
