@@ -53,6 +53,7 @@ struct pipeline {
         unsigned n;
         size_t block;
         struct ds_pool *pool;
+        bool pool_lent; /* opts->pool: the caller's, not destroyed here */
         struct ds_live_segment *live;
         struct ds_live_slot *slots[DS_MODEE_MAX_STREAMS]; /* one per connection, or NULL */
 
@@ -549,7 +550,8 @@ static void pipeline_free(struct pipeline *pl)
                 free(pl->to_net[i].items);
         free(pl->to_disk.items);
         free(pl->free_bufs);
-        ds_pool_destroy(pl->pool);
+        if (!pl->pool_lent)
+                ds_pool_destroy(pl->pool);
         pthread_cond_destroy(&pl->changed);
         pthread_mutex_destroy(&pl->lock);
 }
@@ -561,11 +563,32 @@ static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
         return depth < n ? n : depth;
 }
 
+/* The buffer size of a transfer: the block asked for, or whole pages enough for the range
+ * when it is known to be shorter (what is to be sent, or the room a receiver allows). A
+ * tree of small files then maps and touches a few pages per file, not depth x 4 MiB:
+ * zeroing those was most of what a 64 KiB file cost. */
+static size_t transfer_block(struct ds_xfile *file, const struct ds_xfer_opts *opts, bool sending)
+{
+        uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t bytes = opts->limit > opts->offset ? opts->limit - opts->offset : 0;
+        uint64_t size;
+        if (sending) {
+                bytes = opts->length;
+                if (file->ops->size && file->ops->size(file, &size) == 0 && size >= opts->offset &&
+                    size - opts->offset < bytes)
+                        bytes = size - opts->offset;
+        }
+        if (bytes < block)
+                block = bytes == 0 ? page : (bytes + page - 1) / page * page;
+        return (size_t)block;
+}
+
 /* With buffers false (sendfile moves the data) no pool is made: a session would map and
  * touch depth x block bytes (16 MiB by default) for nothing. */
 static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
                          struct ds_xconn *conns, unsigned n, const struct ds_xfer_opts *opts,
-                         bool buffers, struct ds_error *err)
+                         bool sending, bool buffers, struct ds_error *err)
 {
         unsigned depth = pipeline_depth(opts, n);
 
@@ -574,7 +597,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                                 .file = file,
                                 .conns = conns,
                                 .n = n,
-                                .block = opts->block ? opts->block : DS_XFER_BLOCK,
+                                .block = transfer_block(file, opts, sending),
                                 .live = opts->live};
         if (n < 1 || n > DS_MODEE_MAX_STREAMS || (mode == DS_XFER_STREAM && n != 1))
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
@@ -586,7 +609,12 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         }
         pthread_mutex_init(&pl->lock, NULL);
         pthread_cond_init(&pl->changed, NULL);
-        int rc = buffers ? ds_pool_create(&pl->pool, pl->block, depth, 0, err) : 0;
+        int rc = 0;
+        const struct ds_pool *lent = opts->pool;
+        if (buffers && lent && ds_pool_count(lent) >= depth && ds_pool_buf_size(lent) >= pl->block)
+                pl->pool = opts->pool, pl->pool_lent = true;
+        else if (buffers)
+                rc = ds_pool_create(&pl->pool, pl->block, depth, 0, err);
         if (rc < 0) {
                 pipeline_free(pl);
                 return rc;
@@ -796,14 +824,14 @@ static int use_sendfile(const struct ds_xfile *file, enum ds_xfer_mode mode,
         return mode == DS_XFER_STREAM && file->fd >= 0 && !(opts->flags & DS_XFER_NO_SENDFILE);
 }
 
-uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
                               const struct ds_xfer_opts *opts, bool sending)
 {
         if (sending && use_sendfile(file, mode, opts))
                 return 0;
         /* The pool's buffers are whole pages (pool.c), all of them touched at its start. */
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
+        uint64_t block = transfer_block(file, opts, sending);
         return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
 }
 
@@ -818,7 +846,7 @@ int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
 
         *result = (struct ds_xfer_result){0};
         bool by_sendfile = use_sendfile(file, mode, opts) && n == 1 && conns[0].ops->sendfile;
-        int rc = pipeline_init(&pl, file, mode, conns, n, opts, !by_sendfile, err);
+        int rc = pipeline_init(&pl, file, mode, conns, n, opts, true, !by_sendfile, err);
         if (rc < 0)
                 return rc;
         if (by_sendfile) {
@@ -938,7 +966,7 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
         if (!slots)
                 return ds_fail(err, -ENOMEM, "receive ranges");
         ds_ranges_init(&arrived, opts->offset, slots, RANGES_MAX);
-        int rc = pipeline_init(&pl, file, mode, conns, n, opts, true, err);
+        int rc = pipeline_init(&pl, file, mode, conns, n, opts, false, true, err);
         if (rc < 0) {
                 free(slots);
                 return rc;

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct ds_pool;
+
 struct ds_error;
 struct ds_live_segment;
 struct ds_xfile;
@@ -104,6 +106,10 @@ struct ds_xfer_opts {
          * MODE E file is whole (the resume point) before the transfer ends. */
         void (*on_prefix)(uint64_t prefix_end, void *ctx);
         void *prefix_ctx;
+        /* May be NULL: buffers lent for this transfer, used when they are as many as its
+         * depth and as large as its block, else it maps its own. A caller moving many small
+         * files lends one pool to them all instead of mapping and touching one per file. */
+        struct ds_pool *pool;
 };
 
 struct ds_xfer_result {
@@ -118,7 +124,7 @@ struct ds_xfer_result {
 /* The buffer bytes ds_xfer_send (sending) or ds_xfer_recv would map and touch for file
  * over n connections with opts: what a server takes from its memory budget before the
  * transfer (0 where sendfile moves the data). */
-uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
                               const struct ds_xfer_opts *opts, bool sending);
 
 /* Sends the file's range over socks[0..n-1]. MODE S: n is 1 and the caller closes the
