@@ -58,15 +58,17 @@ static void check_line(const char *text, size_t len, bool mlsd)
 {
         char *line = malloc(len + 1);
         char *name;
-        bool is_dir;
+        struct listing_facts facts;
         uint64_t value;
+        struct timespec when;
 
         if (!line)
                 return;
         memcpy(line, text, len);
         line[len] = '\0';
         listing_size_fact(line, &value);
-        if (listing_entry(line, mlsd, &name, &is_dir) &&
+        listing_time_parse(line, &when);
+        if (listing_entry(line, mlsd, &name, &facts) &&
             (name < line || name >= line + len || !*name || strchr(name, '/') ||
              strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
                 __builtin_trap();

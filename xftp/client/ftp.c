@@ -113,7 +113,9 @@ static int reply_by(struct ftp *ftp, uint64_t deadline, struct ds_error *err)
 
 int ftp_reply(struct ftp *ftp, struct ds_error *err)
 {
-        return reply_by(ftp, ds_deadline_in(ftp->timeout_ms), err);
+        int rc = reply_by(ftp, ds_deadline_in(ftp->timeout_ms), err);
+        ftp->broken |= rc < 0; /* a reply not read whole leaves the dialogue out of step */
+        return rc;
 }
 
 static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
@@ -124,7 +126,9 @@ static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
 
         if (n < 0 || (size_t)n >= sizeof(buf))
                 return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
-        return ds_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
+        int rc = ds_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
+        ftp->broken |= rc < 0;
+        return rc;
 }
 
 static int vsend(struct ftp *ftp, struct ds_error *err, const char *fmt, va_list ap)
@@ -178,6 +182,8 @@ static void note_feature(struct ftp_features *feat, const char *line)
                 feat->rang = true;
         else if (strcasecmp(line, "PSIZ") == 0)
                 feat->psiz = true;
+        else if (strcasecmp(line, "MFMT") == 0)
+                feat->mfmt = true;
         else if (strncasecmp(line, "HASH ", 5) == 0) {
                 char list[256];
                 snprintf(list, sizeof(list), "%s", line + 5);
@@ -481,7 +487,7 @@ int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size
         return 0;
 }
 
-int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err)
+int ftp_mlst(struct ftp *ftp, const char *path, struct listing_facts *facts, struct ds_error *err)
 {
         int rc = ftp_cmd(ftp, err, "MLST %s", path);
         if (rc < 0)
@@ -493,34 +499,21 @@ int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_e
         /* RFC 3659 7.2: the facts line is the one that starts with a space. */
         for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
                 line += *line == '\n';
-                if (*line == ' ' && listing_size_fact(line + 1, size) == 0)
+                if (*line == ' ' && listing_facts_parse(line + 1, facts))
                         return 0;
         }
         return -ENOTSUP;
 }
 
-/* A time as MDTM and the modify fact spell it (RFC 3659 2.3): YYYYMMDDHHMMSS, maybe a
- * fraction; copied into out (room bytes) when it is one. */
-static int copy_time_val(const char *text, size_t len, char *out, size_t room)
+int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err)
 {
-        if (len < 14 || len >= room || strspn(text, "0123456789") < 14 ||
-            strspn(text, "0123456789.") < len)
-                return -ENOTSUP;
-        memcpy(out, text, len);
-        out[len] = '\0';
-        return 0;
-}
-
-/* The modify fact of an MLST facts line ("type=file;modify=20240101120000; name"). */
-static int modify_fact(const char *facts, char *out, size_t room)
-{
-        const char *end = strchr(facts, ' ');
-        for (const char *fact = facts; fact && (!end || fact < end);
-             fact = strchr(fact, ';'), fact = fact ? fact + 1 : NULL) {
-                if (strncasecmp(fact, "modify=", 7) == 0)
-                        return copy_time_val(fact + 7, strcspn(fact + 7, "; "), out, room);
-        }
-        return -ENOTSUP;
+        struct listing_facts facts;
+        int rc = ftp_mlst(ftp, path, &facts, err);
+        if (rc == 0 && facts.size == UINT64_MAX)
+                rc = -ENOTSUP;
+        if (rc == 0)
+                *size = facts.size;
+        return rc;
 }
 
 int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, struct ds_error *err)
@@ -533,14 +526,27 @@ int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, stru
                 return rc;
         if (rc == 213) {
                 const char *stamp = ftp->reply + 4;
-                return copy_time_val(stamp, strcspn(stamp, " \r\n"), out, room);
+                return listing_time_copy(stamp, strcspn(stamp, " \r\n"), out, room);
         }
         if (rc != 250)
                 return -ENOTSUP;
         for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
                 line += *line == '\n';
-                if (*line == ' ' && modify_fact(line + 1, out, room) == 0)
+                if (*line == ' ' && listing_modify_fact(line + 1, out, room) == 0)
                         return 0;
         }
         return -ENOTSUP;
+}
+
+int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *when,
+                     struct ds_error *err)
+{
+        char stamp[LISTING_TIME_MAX];
+        if (!ftp->feat.mfmt)
+                return -ENOTSUP;
+        listing_time_format(when, stamp, sizeof(stamp));
+        int rc = ftp_cmd(ftp, err, "MFMT %s %s", stamp, path);
+        if (rc >= 0 && rc != 213)
+                return ds_fail(err, 0, "MFMT %s: %s", path, ftp->reply), -EIO;
+        return rc < 0 ? rc : 0;
 }

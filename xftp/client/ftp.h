@@ -7,9 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "dataconn.h"
 #include "hash.h"
+#include "listing.h"
 #include "xconn.h"
 
 struct ds_error;
@@ -27,6 +29,7 @@ struct ftp_features {
         enum ds_hash_algo hash_selected;
         bool rang;
         bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
+        bool mfmt; /* MFMT: set a file's modification time */
 };
 
 /* FTPS (RFC 4217): when the control connection turns TLS. */
@@ -47,6 +50,7 @@ struct ftp {
         struct ds_tls *tls;  /* the TLS context once AUTH TLS succeeded, else NULL */
         bool data_kernel;    /* the last TLS data connection was the kernel's (kTLS) */
         bool tls_data_clear; /* PROT C sent: data connections in the clear */
+        bool broken;         /* a command or reply failed on the way: no more commands */
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
@@ -110,6 +114,10 @@ int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *e
 int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size,
              struct ds_error *err);
 
+/* The facts of MLST path: 0 and *facts, -ENOENT (550), -ENOTSUP (refused, or no facts
+ * line naming a file or a directory), or another negative errno. */
+int ftp_mlst(struct ftp *ftp, const char *path, struct listing_facts *facts, struct ds_error *err);
+
 /* The size fact of MLST path (when SIZE is refused): 0 and *size, -ENOENT (550),
  * -ENOTSUP (refused, or no size fact), or another negative errno. */
 int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_error *err);
@@ -118,5 +126,10 @@ int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_e
  * gets "YYYYMMDDHHMMSS[.fraction]". 0, -ENOTSUP (the server names no time), or another
  * negative errno with err filled. */
 int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, struct ds_error *err);
+
+/* MFMT: path's modification time set to when (whole seconds, UTC). 0, -ENOTSUP (the
+ * server has no MFMT), or another negative errno with err filled. */
+int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *when,
+                     struct ds_error *err);
 
 #endif

@@ -6,11 +6,63 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
-bool listing_entry(char *line, bool mlsd, char **name, bool *is_dir)
+/* A decimal number of len bytes at text: 0 and *value, or -ENOENT (not digits, too big). */
+static int decimal(const char *text, size_t len, uint64_t *value)
 {
+        uint64_t v = 0;
+        if (len == 0)
+                return -ENOENT;
+        for (size_t i = 0; i < len; i++) {
+                if (text[i] < '0' || text[i] > '9' || v > (UINT64_MAX - 9) / 10)
+                        return -ENOENT;
+                v = v * 10 + (uint64_t)(text[i] - '0');
+        }
+        *value = v;
+        return 0;
+}
+
+/* The value of fact name (with its '=', as "size=") in an MLST/MLSD facts line: *value
+ * and *len, or false. The facts end at the first space; each is "name=value;". */
+static bool fact_value(const char *facts, const char *name, const char **value, size_t *len)
+{
+        const char *end = facts + strcspn(facts, " ");
+        size_t name_len = strlen(name);
+        for (const char *fact = facts; fact < end;) {
+                const char *semi = memchr(fact, ';', (size_t)(end - fact));
+                if (!semi)
+                        return false;
+                if ((size_t)(semi - fact) >= name_len && strncasecmp(fact, name, name_len) == 0) {
+                        *value = fact + name_len;
+                        *len = (size_t)(semi - *value);
+                        return true;
+                }
+                fact = semi + 1;
+        }
+        return false;
+}
+
+bool listing_facts_parse(const char *facts_line, struct listing_facts *facts)
+{
+        const char *type;
+        size_t len;
+        *facts = (struct listing_facts){.size = UINT64_MAX};
+        if (listing_size_fact(facts_line, &facts->size) < 0)
+                facts->size = UINT64_MAX;
+        listing_modify_fact(facts_line, facts->modified, sizeof(facts->modified));
+        if (!fact_value(facts_line, "type=", &type, &len))
+                return false;
+        facts->is_dir = len == 3 && strncasecmp(type, "dir", 3) == 0;
+        return facts->is_dir || (len == 4 && strncasecmp(type, "file", 4) == 0);
+}
+
+bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts)
+{
+        *facts = (struct listing_facts){.size = UINT64_MAX};
         line[strcspn(line, "\r")] = '\0';
         if (mlsd) {
                 /* "fact=value;fact=value; name" (RFC 3659 7.2) */
@@ -19,20 +71,22 @@ bool listing_entry(char *line, bool mlsd, char **name, bool *is_dir)
                         return false;
                 *space = '\0';
                 *name = space + 1;
-                *is_dir = strcasestr(line, "type=dir;") != NULL;
-                if (!*is_dir && !strcasestr(line, "type=file;"))
+                if (!listing_facts_parse(line, facts))
                         return false;
         } else {
-                /* "drwxr-xr-x 2 user group 4096 Nov 23 19:00 name": the name after 8 fields */
+                /* "drwxr-xr-x 2 user group 4096 Nov 23 19:00 name": the size is the fifth
+                 * field, the name what follows the eighth */
                 if (line[0] != 'd' && line[0] != '-')
                         return false;
-                *is_dir = line[0] == 'd';
+                facts->is_dir = line[0] == 'd';
                 char *p = line;
                 for (int field = 0; field < 8; field++) {
                         p += strcspn(p, " ");
                         p += strspn(p, " ");
                         if (!*p)
                                 return false;
+                        if (field == 3 && decimal(p, strcspn(p, " "), &facts->size) < 0)
+                                facts->size = UINT64_MAX;
                 }
                 *name = p;
         }
@@ -41,28 +95,64 @@ bool listing_entry(char *line, bool mlsd, char **name, bool *is_dir)
 
 int listing_size_fact(const char *line, uint64_t *size)
 {
-        /* The facts end at the first space; each is "name=value;". */
-        const char *end = line + strcspn(line, " ");
-        const char *fact = line;
+        const char *value;
+        size_t len;
+        if (!fact_value(line, "size=", &value, &len))
+                return -ENOENT;
+        return decimal(value, len, size);
+}
 
-        while (fact < end) {
-                const char *semi = memchr(fact, ';', (size_t)(end - fact));
-                if (!semi)
-                        return -ENOENT;
-                if (semi - fact > 5 && strncasecmp(fact, "size=", 5) == 0) {
-                        uint64_t value = 0;
-                        const char *p = fact + 5;
-                        for (; p < semi; p++) {
-                                if (*p < '0' || *p > '9' || value > (UINT64_MAX - 9) / 10)
-                                        return -ENOENT;
-                                value = value * 10 + (uint64_t)(*p - '0');
-                        }
-                        *size = value;
-                        return 0;
+int listing_time_copy(const char *text, size_t len, char *out, size_t room)
+{
+        if (len < 14 || len >= room || strspn(text, "0123456789") < 14 ||
+            strspn(text, "0123456789.") < len)
+                return -ENOTSUP;
+        memcpy(out, text, len);
+        out[len] = '\0';
+        return 0;
+}
+
+int listing_modify_fact(const char *facts, char *out, size_t room)
+{
+        const char *value;
+        size_t len;
+        if (!fact_value(facts, "modify=", &value, &len))
+                return -ENOTSUP;
+        return listing_time_copy(value, len, out, room);
+}
+
+int listing_time_parse(const char *stamp, struct timespec *out)
+{
+        int year, mon, day, hour, min, sec;
+        if (strspn(stamp, "0123456789") < 14 ||
+            sscanf(stamp, "%4d%2d%2d%2d%2d%2d", &year, &mon, &day, &hour, &min, &sec) != 6 ||
+            year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 ||
+            sec > 60)
+                return -EINVAL;
+        struct tm tm = {.tm_year = year - 1900,
+                        .tm_mon = mon - 1,
+                        .tm_mday = day,
+                        .tm_hour = hour,
+                        .tm_min = min,
+                        .tm_sec = sec};
+        long nsec = 0;
+        if (stamp[14] == '.') { /* a fraction: its first nine digits are nanoseconds */
+                long scale = 100000000;
+                for (const char *p = stamp + 15; *p >= '0' && *p <= '9' && scale > 0; p++) {
+                        nsec += (*p - '0') * scale;
+                        scale /= 10;
                 }
-                fact = semi + 1;
         }
-        return -ENOENT;
+        *out = (struct timespec){.tv_sec = timegm(&tm), .tv_nsec = nsec};
+        return 0;
+}
+
+void listing_time_format(const struct timespec *when, char *out, size_t room)
+{
+        struct tm tm;
+        time_t sec = when->tv_sec;
+        gmtime_r(&sec, &tm);
+        strftime(out, room, "%Y%m%d%H%M%S", &tm);
 }
 
 void listing_show(FILE *out, const char *text, size_t len, bool lines)
