@@ -170,7 +170,10 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
         return fd;
 }
 
-int part_commit(int fd, const char *part, const char *local, uint64_t size, struct ds_error *err)
+/* Cuts the partial file to size, with the mode cp would give a new file and the time the
+ * source had, as a whole file should be before it takes its name. */
+static int part_finish(int fd, const char *part, uint64_t size, const struct timespec *modified,
+                       struct ds_error *err)
 {
         if (ftruncate(fd, (off_t)size) < 0)
                 return ds_fail(err, -errno, "%s", part);
@@ -179,12 +182,35 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size, stru
         umask(mask);
         if (fchmod(fd, 0666 & ~mask) < 0)
                 return ds_fail(err, -errno, "chmod %s", part);
-        if (fsync(fd) < 0)
-                return ds_fail(err, -errno, "fsync %s", part);
-        fremovexattr(fd, WHOLE_XATTR);
-        fremovexattr(fd, ORIGIN_XATTR);
+        struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+        if (modified)
+                times[1] = *modified;
+        if (modified && futimens(fd, times) < 0)
+                return ds_fail(err, -errno, "setting the time of %s", part);
+        return 0;
+}
+
+/* The partial's marks off, and its name: after this, part is local. */
+static int part_rename(const char *part, const char *local, struct ds_error *err)
+{
+        removexattr(part, WHOLE_XATTR);
+        removexattr(part, ORIGIN_XATTR);
         if (rename(part, local) < 0)
                 return ds_fail(err, -errno, "rename %s to %s", part, local);
+        return 0;
+}
+
+int part_commit(int fd, const char *part, const char *local, uint64_t size,
+                const struct timespec *modified, struct ds_error *err)
+{
+        int rc = part_finish(fd, part, size, modified, err);
+        if (rc < 0)
+                return rc;
+        if (fsync(fd) < 0)
+                return ds_fail(err, -errno, "fsync %s", part);
+        rc = part_rename(part, local, err);
+        if (rc < 0)
+                return rc;
         char dir[PATH_ROOM];
         snprintf(dir, sizeof(dir), "%s", local);
         int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -193,6 +219,105 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size, stru
                 close(dfd);
         }
         return 0;
+}
+
+/* A file that waits in a batch: its partial and its final name. */
+struct part_pending {
+        char *part, *local;
+};
+
+#define BATCH_FILES_MAX 1024u
+#define BATCH_BYTES_MAX (1ull << 30) /* what a flush may have to write back at once */
+
+void part_batch_init(struct part_batch *batch)
+{
+        *batch = (struct part_batch){.fs_fd = -1};
+        pthread_mutex_init(&batch->lock, NULL);
+}
+
+/* part_batch_flush with the lock held. */
+static int flush_locked(struct part_batch *batch, struct ds_error *err)
+{
+        int rc = 0;
+        if (batch->count == 0)
+                return 0;
+        if (syncfs(batch->fs_fd) < 0)
+                rc = ds_fail(err, -errno, "syncing the files of %s", batch->items[0].local);
+        for (size_t i = 0; i < batch->count; i++) {
+                struct part_pending *p = &batch->items[i];
+                struct ds_error mine;
+                /* Never a name for a file whose data may not be on disk. */
+                int one = rc < 0 ? 0 : part_rename(p->part, p->local, &mine);
+                if (one < 0 && rc == 0) {
+                        rc = one;
+                        *err = mine;
+                }
+                free(p->part);
+                free(p->local);
+        }
+        if (rc == 0 && syncfs(batch->fs_fd) < 0)
+                rc = ds_fail(err, -errno, "syncing the names in %s", batch->items[0].local);
+        batch->count = 0;
+        batch->bytes = 0;
+        return rc;
+}
+
+int part_commit_later(struct part_batch *batch, int fd, const char *part, const char *local,
+                      uint64_t size, const struct timespec *modified, struct ds_error *err)
+{
+        struct stat st;
+        int rc = part_finish(fd, part, size, modified, err);
+        if (rc < 0)
+                return rc;
+        if (fstat(fd, &st) < 0)
+                return ds_fail(err, -errno, "%s", part);
+        pthread_mutex_lock(&batch->lock);
+        if (batch->fs_fd < 0) {
+                batch->fs_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                batch->dev = st.st_dev;
+        }
+        bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev;
+        struct part_pending p = {here ? strdup(part) : NULL, here ? strdup(local) : NULL};
+        if (here && p.part && p.local && batch->count == batch->room) {
+                size_t room = batch->room ? 2 * batch->room : 64;
+                struct part_pending *more = realloc(batch->items, room * sizeof(*more));
+                if (more) {
+                        batch->items = more;
+                        batch->room = room;
+                }
+        }
+        if (!here || !p.part || !p.local || batch->count == batch->room) {
+                pthread_mutex_unlock(&batch->lock);
+                free(p.part);
+                free(p.local);
+                return part_commit(fd, part, local, size, NULL, err); /* on its own */
+        }
+        batch->items[batch->count++] = p;
+        batch->bytes += size;
+        if (batch->count >= BATCH_FILES_MAX || batch->bytes >= BATCH_BYTES_MAX)
+                rc = flush_locked(batch, err);
+        pthread_mutex_unlock(&batch->lock);
+        return rc;
+}
+
+int part_batch_flush(struct part_batch *batch, struct ds_error *err)
+{
+        pthread_mutex_lock(&batch->lock);
+        int rc = flush_locked(batch, err);
+        pthread_mutex_unlock(&batch->lock);
+        return rc;
+}
+
+void part_batch_free(struct part_batch *batch)
+{
+        for (size_t i = 0; i < batch->count; i++) {
+                free(batch->items[i].part);
+                free(batch->items[i].local);
+        }
+        free(batch->items);
+        if (batch->fs_fd >= 0)
+                close(batch->fs_fd);
+        pthread_mutex_destroy(&batch->lock);
 }
 
 uint64_t part_free_space(int fd)

@@ -3,9 +3,12 @@
 #ifndef XFTP_PART_H
 #define XFTP_PART_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 struct ds_error;
 
@@ -32,9 +35,37 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
 /* Records that the partial file *(int *)ctx is whole up to whole (ds_xfer's on_prefix). */
 void part_record_whole(uint64_t whole, void *ctx);
 
-/* Cuts the partial file to size, syncs it and renames it to local. Returns 0 or a negative
- * errno with err filled. */
-int part_commit(int fd, const char *part, const char *local, uint64_t size, struct ds_error *err);
+/* Cuts the partial file to size, gives it the mode of a new file and, when modified is
+ * not NULL, that modification time; syncs it and renames it to local. Returns 0 or a
+ * negative errno with err filled. */
+int part_commit(int fd, const char *part, const char *local, uint64_t size,
+                const struct timespec *modified, struct ds_error *err);
+
+/* Whole partial files that wait to take their names together: one syncfs makes them all
+ * durable, then they are renamed, then one more syncfs makes the names durable. A tree of
+ * many small files pays two syncs per batch instead of two fsyncs per file, and a file
+ * still appears under its name only whole and on disk. Threads may share a batch. */
+struct part_batch {
+        pthread_mutex_t lock;
+        struct part_pending *items;
+        size_t count, room;
+        uint64_t bytes;
+        int fs_fd; /* a file on the batch's file system, for syncfs; -1 before the first */
+        dev_t dev;
+};
+
+void part_batch_init(struct part_batch *batch);
+/* As part_commit, but the sync and the rename wait for the batch (done at once for a file
+ * on another file system). The batch is flushed when it holds many files or bytes. fd
+ * stays the caller's. Returns 0 or a negative errno with err filled (a flush's failure
+ * names its file). */
+int part_commit_later(struct part_batch *batch, int fd, const char *part, const char *local,
+                      uint64_t size, const struct timespec *modified, struct ds_error *err);
+/* Syncs and renames what the batch holds. Returns 0, or the first failure (err names its
+ * file; the others are still tried). */
+int part_batch_flush(struct part_batch *batch, struct ds_error *err);
+/* Flushes nothing: frees what the batch holds (call part_batch_flush first). */
+void part_batch_free(struct part_batch *batch);
 
 /* The bytes an unprivileged user may still write on fd's file system; UINT64_MAX when it
  * cannot be told. */
