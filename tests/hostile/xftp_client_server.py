@@ -119,7 +119,10 @@ def session(ctl):
             say('350 from %d' % rest)
         elif verb == 'MLST':
             say('250-facts')
-            say(' type=file;size=%d; %s' % (1000 if how == 'nosize' else 5, arg))
+            if how in ('deep', 'tree'):  # its paths are directories all the way down
+                say(' type=dir; %s' % arg)
+            else:
+                say(' type=file;size=%d; %s' % (1000 if how == 'nosize' else 5, arg))
             say('250 End')
         elif verb in ('RETR', 'STOR') and how in ('record', 'bounce'):
             # a copy: the source never connects anywhere; the destination gives up waiting

@@ -22,20 +22,24 @@
 #include "listing.h"
 #include "modee.h"
 #include "transfer.h"
+#include "tree.h"
 #include "url.h"
 #include "xfer.h"
 #include "xtls.h"
 
 static void usage(FILE *out)
 {
-        fprintf(out, "usage: xftp [options] get URL [DEST]\n"
-                     "       xftp [options] put SRC URL\n"
+        fprintf(out, "usage: xftp [options] get URL... [DEST]\n"
+                     "       xftp [options] put SRC... URL\n"
                      "       xftp [options] ls URL\n"
                      "       xftp [options] cp URL URL\n"
-                     "URL is ftp://[user[:password]@]host[:port]/path\n"
+                     "URL is ftp://[user[:password]@]host[:port]/path; a get's last part may be\n"
+                     "a glob ('*.h5'). Several sources go into the directory DEST (or URL).\n"
                      "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
                      "  -b, --block SIZE   buffer and block size (default 4M)\n"
                      "  -r, --recursive    copy directories\n"
+                     "  -j, --jobs N       files at once, over a connection each (default 4)\n"
+                     "  -u, --update       skip files whose size and time already match\n"
                      "      --resume       continue an interrupted transfer\n"
                      "      --verify       compare the server's HASH with the local file\n"
                      "      --json         one JSON summary on stdout\n"
@@ -82,6 +86,8 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         static const struct option longs[] = {{"parallel", required_argument, NULL, 'P'},
                                               {"block", required_argument, NULL, 'b'},
                                               {"recursive", no_argument, NULL, 'r'},
+                                              {"jobs", required_argument, NULL, 'j'},
+                                              {"update", no_argument, NULL, 'u'},
                                               {"resume", no_argument, NULL, OPT_RESUME},
                                               {"verify", no_argument, NULL, OPT_VERIFY},
                                               {"json", no_argument, NULL, OPT_JSON},
@@ -98,10 +104,13 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                                               {NULL, 0, NULL, 0}};
         int c;
 
-        *cli = (struct cli){
-            .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
+        *cli = (struct cli){.job = {.streams = 1,
+                                    .jobs = 4,
+                                    .block = DS_XFER_BLOCK,
+                                    .timeout_ms = 30000,
+                                    .stop = stop}};
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":P:b:rqkh", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":P:b:rj:uqkh", longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
@@ -112,6 +121,12 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         break;
                 case 'r':
                         cli->job.recursive = true;
+                        break;
+                case 'j':
+                        cli->job.jobs = (unsigned)ds_cli_size("-j", optarg, 1, TREE_JOBS_MAX);
+                        break;
+                case 'u':
+                        cli->job.update = true;
                         break;
                 case 'q':
                         cli->quiet = cli->job.quiet = true;
@@ -166,7 +181,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         static const struct {
                 const char *name;
                 int min, max;
-        } ops[] = {{"get", 1, 2}, {"put", 2, 2}, {"ls", 1, 1}, {"cp", 2, 2}};
+        } ops[] = {{"get", 1, 4096}, {"put", 2, 4096}, {"ls", 1, 1}, {"cp", 2, 2}};
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
                 if (strcmp(cli->op, ops[i].name) != 0)
                         continue;
@@ -235,19 +250,12 @@ static void hide_secret(char *text, size_t size, const char *secret)
         }
 }
 
-/* The last part of a path ("" for none). */
-static const char *base_of(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        return slash ? slash + 1 : path;
-}
-
 /* The progress bar: one line redrawn four times a second on the terminal. */
 struct progress {
         pthread_t thread;
         atomic_bool done;
         struct ds_live_segment *seg;
-        const struct job_totals *totals;
+        struct job_totals *totals;
 };
 
 static void *progress_main(void *arg)
@@ -267,21 +275,32 @@ static void *progress_main(void *arg)
                 last_bytes = c.bytes;
                 last_ns = now;
                 uint64_t expected = atomic_load(&p->totals->expected_live);
-                char done_text[32], eta[32] = "";
+                char done_text[32], eta[32] = "", files[160] = "";
                 ds_size_format(done_text, sizeof(done_text), c.bytes);
                 if (expected > c.bytes && rate > 0) {
                         unsigned s = (unsigned)((double)(expected - c.bytes) / rate);
                         snprintf(eta, sizeof(eta), "  ETA %u:%02u", s / 60, s % 60);
                 }
+                unsigned total = atomic_load(&p->totals->files_expected);
+                if (total > 1) { /* many files: how many, and the one last begun */
+                        char name[sizeof(p->totals->current)];
+                        pthread_mutex_lock(&p->totals->current_lock);
+                        memcpy(name, p->totals->current, sizeof(name));
+                        pthread_mutex_unlock(&p->totals->current_lock);
+                        snprintf(files, sizeof(files), "  %u/%u files  %.40s",
+                                 atomic_load(&p->totals->files_live), total, name);
+                }
                 if (expected > 0)
-                        printf("\r%5.1f%% %10s %9.1f MB/s%s   ",
+                        printf("\r%5.1f%% %10s %9.1f MB/s%s",
                                100.0 * (double)c.bytes / (double)expected, done_text, rate / 1e6,
                                eta);
                 else
-                        printf("\r%10s %9.1f MB/s   ", done_text, rate / 1e6);
+                        printf("\r%10s %9.1f MB/s", done_text, rate / 1e6);
+                listing_show(stdout, files, strlen(files), false); /* a server's name */
+                printf("\033[K"); /* the rest of a longer line before */
                 fflush(stdout);
         }
-        printf("\r%60s\r", "");
+        printf("\r\033[K");
         fflush(stdout);
         return NULL;
 }
@@ -293,13 +312,18 @@ static void report(const struct cli *cli, const struct job_totals *t, double wal
         double mbs = seconds > 0 ? (double)t->bytes / seconds / 1e6 : 0;
 
         if (!cli->json) {
-                if (rc == 0 && strcmp(cli->op, "ls") != 0)
-                        printf("xftp %s: %u file%s, %llu bytes in %.2f s = %.1f MB/s (%u stream%s, "
-                               "%zu-byte blocks)%s\n",
-                               cli->op, t->files, t->files == 1 ? "" : "s",
-                               (unsigned long long)t->bytes, seconds, mbs, t->streams_used,
-                               t->streams_used == 1 ? "" : "s", cli->job.block,
-                               t->verified ? ", verified" : "");
+                if ((rc < 0 && t->failed == 0) || strcmp(cli->op, "ls") == 0)
+                        return;
+                printf("xftp %s: %u file%s, %llu bytes in %.2f s = %.1f MB/s (%u stream%s, "
+                       "%zu-byte blocks)%s",
+                       cli->op, t->files, t->files == 1 ? "" : "s", (unsigned long long)t->bytes,
+                       seconds, mbs, t->streams_used, t->streams_used == 1 ? "" : "s",
+                       cli->job.block, t->verified ? ", verified" : "");
+                if (t->skipped)
+                        printf(", %u already the same", t->skipped);
+                if (t->failed)
+                        printf(", %u failed", t->failed);
+                putchar('\n');
                 return;
         }
         struct ds_json json;
@@ -310,6 +334,8 @@ static void report(const struct cli *cli, const struct job_totals *t, double wal
         if (rc < 0)
                 ds_json_str(&json, "error", err->text);
         ds_json_u64(&json, "files", t->files);
+        ds_json_u64(&json, "skipped", t->skipped);
+        ds_json_u64(&json, "failed", t->failed);
         ds_json_u64(&json, "bytes", t->bytes);
         ds_json_u64(&json, "resumed_bytes", t->resumed_bytes);
         ds_json_double(&json, "seconds", seconds);
@@ -331,15 +357,58 @@ static void report(const struct cli *cli, const struct job_totals *t, double wal
         ds_json_end(&json);
 }
 
+/* Whether two URLs reach the same server as the same user: one job's sources must. */
+static bool same_login(const struct url *a, const struct url *b)
+{
+        return strcmp(a->host, b->host) == 0 && a->port == b->port &&
+               strcmp(a->user, b->user) == 0 && a->has_user == b->has_user &&
+               (!b->has_pass || strcmp(a->pass, b->pass) == 0);
+}
+
+/* The sources of a get (URLs, all on one server: their paths into paths) and its DEST
+ * (the last argument when it is no URL, else NULL). exit(2) on a bad URL. */
+static const char *get_args(const struct cli *cli, struct url *first, char **paths, int *npaths)
+{
+        int n = cli->nargs;
+        const char *dest = NULL;
+        if (n > 1 && !url_is_ftp(cli->args[n - 1]))
+                dest = cli->args[--n];
+        url_arg(cli->args[0], first);
+        for (int i = 0; i < n; i++) {
+                struct url other;
+                url_arg(cli->args[i], &other);
+                if (!same_login(first, &other)) {
+                        fprintf(stderr, "xftp get: the sources must be on one server, as one "
+                                        "user\n");
+                        exit(2);
+                }
+                paths[i] = strdup(other.path);
+                if (!paths[i]) {
+                        fprintf(stderr, "xftp: out of memory\n");
+                        exit(1);
+                }
+        }
+        *npaths = n;
+        return dest;
+}
+
 static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err)
 {
         struct url a, b;
         struct ftp ftp, other;
         const char *op = cli->op;
-        int rc;
+        const char *dest = NULL;
+        char **paths = calloc((size_t)cli->nargs, sizeof(*paths));
+        int npaths = 0, rc;
 
-        if (strcmp(op, "put") == 0) {
-                url_arg(cli->args[1], &a);
+        if (!paths) {
+                fprintf(stderr, "xftp: out of memory\n");
+                exit(1);
+        }
+        if (strcmp(op, "get") == 0) {
+                dest = get_args(cli, &a, paths, &npaths);
+        } else if (strcmp(op, "put") == 0) {
+                url_arg(cli->args[cli->nargs - 1], &a);
         } else {
                 url_arg(cli->args[0], &a);
                 if (strcmp(op, "cp") == 0)
@@ -349,33 +418,24 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         rc = login(&ftp, &a, cli, err);
         if (rc < 0) {
                 hide_secret(err->text, sizeof(err->text), a.pass);
-                return rc;
+                goto out;
         }
+        struct tree_login more = {.host = a.host,
+                                  .port = a.port,
+                                  .user = a.user,
+                                  .pass = a.pass,
+                                  .timeout_ms = cli->job.timeout_ms,
+                                  .tls = &cli->tls};
         if (strcmp(op, "get") == 0) {
-                char dest[4096];
-                const char *name = base_of(a.path);
-                const char *arg = cli->nargs > 1 ? cli->args[1] : NULL;
-                struct stat st;
-                if (!arg)
-                        snprintf(dest, sizeof(dest), "%s", *name ? name : ".");
-                else if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode) && !cli->job.recursive)
-                        snprintf(dest, sizeof(dest), "%s/%s", arg, name);
-                else
-                        snprintf(dest, sizeof(dest), "%s", arg);
-                if (ftp_size(&ftp, "SIZE", a.path, &t->expected, err) == 0)
+                if (npaths == 1 && !cli->job.recursive &&
+                    ftp_size(&ftp, "SIZE", paths[0], &t->expected, err) == 0)
                         atomic_store(&t->expected_live, t->expected);
-                rc = job_get(&ftp, a.path, dest, &cli->job, t, err);
+                rc = tree_get(&ftp, &more, paths, npaths, dest, &cli->job, t, err);
         } else if (strcmp(op, "put") == 0) {
-                char remote[sizeof(a.path) + 256];
-                size_t len = strlen(a.path);
                 struct stat st;
-                if (len == 0 || a.path[len - 1] == '/')
-                        snprintf(remote, sizeof(remote), "%s%s", a.path, base_of(cli->args[0]));
-                else
-                        snprintf(remote, sizeof(remote), "%s", a.path);
-                if (stat(cli->args[0], &st) == 0)
+                if (cli->nargs == 2 && stat(cli->args[0], &st) == 0)
                         atomic_store(&t->expected_live, (uint64_t)st.st_size);
-                rc = job_put(&ftp, cli->args[0], remote, &cli->job, t, err);
+                rc = tree_put(&ftp, &more, cli->args, cli->nargs - 1, a.path, &cli->job, t, err);
         } else if (strcmp(op, "ls") == 0) {
                 rc = job_ls(&ftp, a.path, &cli->job, err);
         } else {
@@ -394,6 +454,10 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                 if (strcmp(op, "cp") == 0)
                         hide_secret(err->text, sizeof(err->text), b.pass);
         }
+out:
+        for (int i = 0; i < npaths; i++)
+                free(paths[i]);
+        free(paths);
         return rc;
 }
 
@@ -403,7 +467,7 @@ int main(int argc, char **argv)
         struct cli cli;
         struct ds_error err = {{0}};
         struct ds_live *live = NULL;
-        struct job_totals totals = {0};
+        struct job_totals totals = {.current_lock = PTHREAD_MUTEX_INITIALIZER};
 
         /* Descriptors 0-2 open (on /dev/null when closed), so that no socket takes one of
          * their numbers and a write meant for the terminal never reaches a server. */

@@ -22,18 +22,16 @@
 #include "xfer.h"
 
 #define PATH_ROOM 4096
-/* What a server's listings may cost: each one, and (-r) those held at once down a path of
- * nested directories and all of a tree's entries together. */
-#define LISTING_MAX         (64u << 20)
-#define LISTING_ENTRIES_MAX 1000000u
-#define LISTINGS_HELD_MAX   (128u << 20)
-#define TREE_ENTRIES_MAX    10000000u
-#define TREE_DEPTH_MAX      64u /* a server's directories nested deeper are refused */
 
-/* The transfer's mode and connection count for this server. */
-static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o)
+/* The transfer's mode and connection count for this server and a file of size bytes
+ * (UINT64_MAX: not known): no more connections than the file has blocks, so that a small
+ * file of a tree costs one connection, not -P of them. */
+static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o, uint64_t size)
 {
-        return o->streams > 1 && ftp->feat.parallel ? o->streams : 1;
+        unsigned n = o->streams > 1 && ftp->feat.parallel ? o->streams : 1;
+        if (size != UINT64_MAX && size / o->block < n)
+                n = (unsigned)(size / o->block) + 1;
+        return n;
 }
 
 static struct ds_data_opts data_opts(const struct job_opts *o)
@@ -52,6 +50,7 @@ static struct ds_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset, 
                                      .idle_ms = o->timeout_ms,
                                      .stop = o->stop,
                                      .live = o->live,
+                                     .pool = o->pool,
                                      .flags = o->no_sendfile ? DS_XFER_NO_SENDFILE : 0};
 }
 
@@ -194,26 +193,51 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
         }
 }
 
-/* Learns what remote is (its size, and its time where the server names it) and opens the
- * partial file beside local for it (part_open), saying unless quiet why a partial of a file
- * that changed since is started over. Returns the descriptor or a negative errno. */
-static int open_download(struct ftp *ftp, const char *remote, const char *local, char *part,
-                         const struct job_opts *o, uint64_t *size, uint64_t *offset, bool *marks,
+/* What remote is: its size and, where the server names it, its time; from what a listing
+ * said (known) or else by asking. 0, or a negative errno with err filled. */
+static int learn_origin(struct ftp *ftp, const char *remote, const struct listing_facts *known,
+                        struct part_origin *origin, struct ds_error *err)
+{
+        *origin = (struct part_origin){.size = UINT64_MAX};
+        if (known) {
+                snprintf(origin->modified, sizeof(origin->modified), "%s", known->modified);
+                if (known->size != UINT64_MAX) {
+                        origin->size = known->size;
+                        return 0;
+                }
+                return remote_size(ftp, remote, &origin->size, err);
+        }
+        int rc = remote_size(ftp, remote, &origin->size, err);
+        if (rc == 0)
+                rc = ftp_modified(ftp, remote, origin->modified, sizeof(origin->modified), err);
+        return rc == -ENOTSUP ? 0 : rc;
+}
+
+/* Whether local already is what origin names (--update): a regular file of its size and,
+ * to the second, its time. A time the server does not name says nothing is the same. */
+static bool same_as_origin(const char *local, const struct part_origin *origin)
+{
+        struct stat st;
+        struct timespec when;
+        return origin->size != UINT64_MAX && origin->modified[0] &&
+               listing_time_parse(origin->modified, &when) == 0 && lstat(local, &st) == 0 &&
+               S_ISREG(st.st_mode) && (uint64_t)st.st_size == origin->size &&
+               st.st_mtim.tv_sec == when.tv_sec;
+}
+
+/* Opens the partial file beside local for the remote file origin describes (part_open),
+ * saying unless quiet why a partial of a file that changed since is started over. Returns
+ * the descriptor or a negative errno. */
+static int open_download(const char *remote, const char *local, const struct part_origin *origin,
+                         char *part, const struct job_opts *o, uint64_t *offset, bool *marks,
                          struct ds_error *err)
 {
-        struct part_origin origin = {0};
         char why[160];
 
-        int rc = remote_size(ftp, remote, &origin.size, err);
-        if (rc == 0)
-                rc = ftp_modified(ftp, remote, origin.modified, sizeof(origin.modified), err);
-        if (rc < 0 && rc != -ENOTSUP)
-                return rc;
-        *size = origin.size;
         if (part_name(local, part, PATH_ROOM) < 0)
                 return ds_fail(err, -ENAMETOOLONG, "no room for the partial file's path of %s",
                                local);
-        int fd = part_open(part, o->resume, &origin, offset, marks, why, sizeof(why), err);
+        int fd = part_open(part, o->resume, origin, offset, marks, why, sizeof(why), err);
         if (fd < 0)
                 return fd;
         if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
@@ -225,10 +249,10 @@ static int open_download(struct ftp *ftp, const char *remote, const char *local,
                 listing_show(stderr, line, strlen(line), false);
                 fputc('\n', stderr);
         }
-        if (*offset > *size && *size != UINT64_MAX) {
+        if (*offset > origin->size && origin->size != UINT64_MAX) {
                 close(fd);
                 return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
-                               (unsigned long long)*size, remote),
+                               (unsigned long long)origin->size, remote),
                        -EINVAL;
         }
         return fd;
@@ -254,25 +278,37 @@ static int room_for(int fd, const char *remote, uint64_t size, uint64_t offset, 
         return 0;
 }
 
-static int get_file(struct ftp *ftp, const char *remote, const char *local,
-                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
+                      const struct listing_facts *known, struct part_batch *batch,
+                      const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
         if (o->verify && !ftp->feat.hash)
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
         char part[PATH_ROOM];
-        uint64_t size, offset;
+        uint64_t offset;
         bool marks = false;
-        unsigned n = streams_for(ftp, o);
         struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct part_origin origin;
 
-        int fd = open_download(ftp, remote, local, part, o, &size, &offset, &marks, err);
+        int rc = learn_origin(ftp, remote, known, &origin, err);
+        if (rc < 0)
+                return rc;
+        if (o->update && same_as_origin(local, &origin)) {
+                t->skipped++;
+                return 0;
+        }
+        uint64_t size = origin.size;
+        struct timespec when;
+        bool timed = origin.modified[0] && listing_time_parse(origin.modified, &when) == 0;
+        unsigned n = streams_for(ftp, o, size);
+        int fd = open_download(remote, local, &origin, part, o, &offset, &marks, err);
         if (fd < 0)
                 return fd;
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
         uint64_t bound;
-        int rc = room_for(fd, remote, size, offset, &bound, err);
+        rc = room_for(fd, remote, size, offset, &bound, err);
         if (rc < 0) {
                 close(fd);
                 if (offset == 0)
@@ -282,7 +318,10 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
         struct ds_xfile file;
         struct ds_xfer_result result = {.prefix_end = offset};
-        rc = ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, err);
+        /* O_DIRECT for a file of a block or more; a smaller one is written through the cache,
+         * where one wait for the disk per file would cost more than the copy it saves, and
+         * a batch's syncfs writes it back with the others. */
+        rc = ds_xfile_plain(&file, fd, size < o->block ? 0 : DS_XFILE_DIRECT, err);
         struct ds_data_opts dopts = data_opts(o);
         if (rc == 0)
                 rc = ftp_prepare(ftp, n, err);
@@ -303,8 +342,11 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
                       -EIO);
         if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
-        if (rc == 0)
-                rc = part_commit(fd, part, local, result.prefix_end, err);
+        if (rc == 0 && batch)
+                rc = part_commit_later(batch, fd, part, local, result.prefix_end,
+                                       timed ? &when : NULL, err);
+        else if (rc == 0)
+                rc = part_commit(fd, part, local, result.prefix_end, timed ? &when : NULL, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
         ds_xfile_plain_close(&file);
         close(fd);
@@ -315,10 +357,46 @@ static int get_file(struct ftp *ftp, const char *remote, const char *local,
         return rc;
 }
 
-static int put_file(struct ftp *ftp, const char *local, const char *remote,
-                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+/* Whether remote already is what the local file st describes (--update): of its size,
+ * and of its time to the second where the server can set times (MFMT), else no older
+ * than it. there is what a listing said (size UINT64_MAX: not there), or NULL to ask. */
+static bool remote_same(struct ftp *ftp, const char *remote, const struct listing_facts *there,
+                        const struct stat *st)
 {
-        unsigned n = streams_for(ftp, o);
+        struct listing_facts asked = {.size = UINT64_MAX};
+        struct ds_error ignored;
+        struct timespec when;
+        if (!there) {
+                there = &asked;
+                if (remote_size(ftp, remote, &asked.size, &ignored) < 0 ||
+                    ftp_modified(ftp, remote, asked.modified, sizeof(asked.modified), &ignored) < 0)
+                        return false;
+        }
+        if (there->size != (uint64_t)st->st_size || !there->modified[0] ||
+            listing_time_parse(there->modified, &when) < 0)
+                return false;
+        return ftp->feat.mfmt ? when.tv_sec == st->st_mtim.tv_sec
+                              : when.tv_sec >= st->st_mtim.tv_sec;
+}
+
+/* The uploaded file's time made the local one's, where the server can set times. A
+ * refusal is said, not counted a failure: the data is there whole. */
+static void put_time(struct ftp *ftp, const char *remote, const struct stat *st,
+                     const struct job_opts *o)
+{
+        struct ds_error err;
+        int rc = ftp_set_modified(ftp, remote, &st->st_mtim, &err);
+        if (rc < 0 && rc != -ENOTSUP && !o->quiet) {
+                fputs("xftp: ", stderr);
+                listing_show(stderr, err.text, strlen(err.text), false);
+                fputc('\n', stderr);
+        }
+}
+
+int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
+                      const struct listing_facts *there, const struct job_opts *o,
+                      struct job_totals *t, struct ds_error *err)
+{
         struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
         uint64_t offset = 0;
         struct stat st;
@@ -333,6 +411,12 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                 close(fd);
                 return ds_fail(err, 0, "%s: not a regular file", local), -EINVAL;
         }
+        if (o->update && remote_same(ftp, remote, there, &st)) {
+                close(fd);
+                t->skipped++;
+                return 0;
+        }
+        unsigned n = streams_for(ftp, o, (uint64_t)st.st_size);
         int rc = 0;
         if (o->resume) {
                 /* xftpd keeps an interrupted upload apart and names its size by PSIZ; other
@@ -369,6 +453,8 @@ static int put_file(struct ftp *ftp, const char *local, const char *remote,
                 t->seconds += ds_seconds_between(start_ns, ds_now_ns());
                 if (rc == 0 && o->verify)
                         rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, err);
+                if (rc == 0)
+                        put_time(ftp, remote, &st, o);
                 ds_xfile_plain_close(&file);
         }
         close(fd);
@@ -386,10 +472,8 @@ static size_t count_lines(const char *text)
         return lines;
 }
 
-/* Reads a listing (LIST or MLSD of path) in MODE S, at most max bytes and
- * LISTING_ENTRIES_MAX lines. *text is malloc'd; *len gets its length. */
-static int fetch_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
-                         const struct job_opts *o, char **text, size_t *len, struct ds_error *err)
+int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
+                     const struct job_opts *o, char **text, size_t *len, struct ds_error *err)
 {
         struct ds_data_opts dopts = data_opts(o);
         struct ds_xconn conn;
@@ -431,7 +515,7 @@ int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct
 {
         char *text = NULL;
         size_t len;
-        int rc = fetch_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, err);
+        int rc = transfer_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, err);
         if (rc < 0)
                 return rc;
         /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
@@ -440,159 +524,16 @@ int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct
         return 0;
 }
 
-static int join(char *out, size_t room, const char *dir, const char *name)
-{
-        int n = dir[0] ? snprintf(out, room, "%s/%s", dir, name) : snprintf(out, room, "%s", name);
-        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
-}
-
-/* What the listings of a recursive get hold and have held. */
-struct tree_budget {
-        size_t held;   /* bytes of the listings down the current path */
-        uint64_t seen; /* lines of every listing so far */
-};
-
-/* Makes the directory local of a recursive get, or takes the one there. Below the top, the
- * names are the server's: one that is there already must be a directory itself, never a
- * link to one, or the server could have files written wherever the link points. The top
- * is the user's own DEST, and may be a link. 0 or a negative errno with err filled. */
-static int make_dir(const char *local, bool top, struct ds_error *err)
-{
-        struct stat st;
-        if (mkdir(local, 0777) == 0)
-                return 0;
-        if (errno != EEXIST)
-                return ds_fail(err, -errno, "mkdir %s", local);
-        if ((top ? stat(local, &st) : lstat(local, &st)) < 0)
-                return ds_fail(err, -errno, "%s", local);
-        if (!S_ISDIR(st.st_mode))
-                return ds_fail(err, 0, "%s exists and is not a directory%s: not written into",
-                               local, S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""),
-                       -ENOTDIR;
-        return 0;
-}
-
-static int get_tree(struct ftp *ftp, const char *remote, const char *local, unsigned depth,
-                    struct tree_budget *b, const struct job_opts *o, struct job_totals *t,
-                    struct ds_error *err)
-{
-        if (depth > TREE_DEPTH_MAX)
-                return ds_fail(err, 0, "%s: deeper than %u directories", remote, TREE_DEPTH_MAX),
-                       -ELOOP;
-        char *text = NULL;
-        size_t len;
-        bool mlsd = ftp->feat.mlst;
-        size_t room = LISTINGS_HELD_MAX - b->held;
-        int rc = fetch_listing(ftp, mlsd ? "MLSD" : "LIST", remote,
-                               room < LISTING_MAX ? room : LISTING_MAX, o, &text, &len, err);
-        if (rc == -EFBIG && room < LISTING_MAX)
-                return ds_fail(err, 0, "%s: listings of nested directories over %u MiB together",
-                               remote, LISTINGS_HELD_MAX >> 20),
-                       -EFBIG;
-        if (rc < 0)
-                return rc;
-        b->seen += count_lines(text);
-        if (b->seen > TREE_ENTRIES_MAX) {
-                free(text);
-                return ds_fail(err, 0, "%s: the tree lists over %u entries", remote,
-                               TREE_ENTRIES_MAX),
-                       -EFBIG;
-        }
-        rc = make_dir(local, depth == 0, err);
-        if (rc < 0) {
-                free(text);
-                return rc;
-        }
-        b->held += len;
-        char *save;
-        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
-             line = strtok_r(NULL, "\n", &save)) {
-                char *name, r[PATH_ROOM], l[PATH_ROOM];
-                bool is_dir;
-                if (!listing_entry(line, mlsd, &name, &is_dir))
-                        continue;
-                if (join(r, sizeof(r), remote, name) < 0 || join(l, sizeof(l), local, name) < 0) {
-                        rc = (ds_fail(err, 0, "%s/%s: name too long", remote, name), -ENAMETOOLONG);
-                        break;
-                }
-                rc = is_dir ? get_tree(ftp, r, l, depth + 1, b, o, t, err)
-                            : get_file(ftp, r, l, o, t, err);
-        }
-        b->held -= len;
-        free(text);
-        return rc;
-}
-
-static int put_tree(struct ftp *ftp, const char *local, const char *remote, unsigned depth,
-                    const struct job_opts *o, struct job_totals *t, struct ds_error *err)
-{
-        if (depth > TREE_DEPTH_MAX)
-                return ds_fail(err, 0, "%s: deeper than %u directories", local, TREE_DEPTH_MAX),
-                       -ELOOP;
-        DIR *dir = opendir(local);
-        if (!dir)
-                return ds_fail(err, -errno, "%s", local);
-        int rc = ftp_cmd(ftp, err, "MKD %s", remote); /* 550 when it exists: fine */
-        rc = rc < 0 ? rc : 0;
-        struct dirent *entry;
-        while (rc == 0 && (entry = readdir(dir))) {
-                char r[PATH_ROOM], l[PATH_ROOM];
-                struct stat st;
-                if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
-                        continue;
-                if (join(r, sizeof(r), remote, entry->d_name) < 0 ||
-                    join(l, sizeof(l), local, entry->d_name) < 0) {
-                        rc = (ds_fail(err, 0, "%s/%s: name too long", local, entry->d_name),
-                              -ENAMETOOLONG);
-                        break;
-                }
-                if (lstat(l, &st) < 0)
-                        rc = ds_fail(err, -errno, "%s", l);
-                else if (S_ISDIR(st.st_mode))
-                        rc = put_tree(ftp, l, r, depth + 1, o, t, err);
-                else if (S_ISREG(st.st_mode))
-                        rc = put_file(ftp, l, r, o, t, err);
-        }
-        closedir(dir);
-        return rc;
-}
-
-/* Whether path's last part names a directory whatever the server says of it: "dir/",
- * "." and ".." (and nothing at all) have no name a file could take here. */
-static bool names_directory(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        const char *last = slash ? slash + 1 : path;
-        return !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
-}
-
-int job_get(struct ftp *ftp, const char *remote, const char *local, const struct job_opts *o,
-            struct job_totals *t, struct ds_error *err)
-{
-        struct tree_budget budget = {0};
-        if (!o->recursive && names_directory(remote))
-                return ds_fail(err, 0, "%s names a directory: use -r", *remote ? remote : "/"),
-                       -EISDIR;
-        return o->recursive ? get_tree(ftp, remote, local, 0, &budget, o, t, err)
-                            : get_file(ftp, remote, local, o, t, err);
-}
-
-int job_put(struct ftp *ftp, const char *local, const char *remote, const struct job_opts *o,
-            struct job_totals *t, struct ds_error *err)
-{
-        return o->recursive ? put_tree(ftp, local, remote, 0, o, t, err)
-                            : put_file(ftp, local, remote, o, t, err);
-}
-
 int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *dst_path,
            const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
-        unsigned n =
-            streams_for(src, o) < streams_for(dst, o) ? streams_for(src, o) : streams_for(dst, o);
         uint64_t size = 0;
         struct ds_ftp_addr addr;
 
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
+        unsigned n = streams_for(src, o, rc == 0 ? size : UINT64_MAX);
+        if (streams_for(dst, o, rc == 0 ? size : UINT64_MAX) < n)
+                n = streams_for(dst, o, rc == 0 ? size : UINT64_MAX);
         if (rc == -ENOENT)
                 return ds_fail(err, 0, "%s: no such file on %s", src_path, src->host), -ENOENT;
         /* Server to server under TLS would need one of them to be the TLS client (SSCN,

@@ -1,0 +1,734 @@
+/* Many files in one job.
+ *
+ * First the plan: the sources walked on one control connection (listings of the server's
+ * directories for a get, the local tree for a put) into one list of files, the local or
+ * remote directories made on the way. Then the run: -j workers, each with a control
+ * connection of its own, take the next file from the list until none is left, as lftp's
+ * mirror does; per-file round trips overlap instead of adding up. A download is synced
+ * with the others of its batch (part.h) rather than on its own. A file or directory that
+ * fails is remembered and named at the end; the others go on. */
+#include "tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/pool.h>
+
+#include "listing.h"
+#include "part.h"
+
+#define PATH_ROOM 4096
+/* What the listings of a tree may cost: those held at once down a path of nested
+ * directories, and all of its entries together. */
+#define LISTINGS_HELD_MAX (128u << 20)
+#define TREE_ENTRIES_MAX  10000000u
+#define TREE_DEPTH_MAX    64u  /* directories nested deeper are not copied */
+#define FAILURES_SHOWN    100u /* failures named one by one; the rest are counted */
+
+struct tree_item {
+        char *remote, *local;
+        struct listing_facts facts; /* get: the remote file; put: what is there already */
+        bool have_facts;
+};
+
+/* The list of files, and what could not go on it. Workers add failures: lock. */
+struct plan {
+        struct tree_item *items;
+        size_t count, room;
+        uint64_t bytes; /* the sizes known, for the progress */
+        size_t held;    /* bytes of the listings held down the current path */
+        uint64_t seen;  /* entries of every listing so far */
+        char *failures[FAILURES_SHOWN];
+        unsigned failed;
+        pthread_mutex_t lock;
+};
+
+/* The sources of one job, and where they go. */
+struct job {
+        struct ftp *ftp; /* the first control connection: the plan is made on it */
+        const struct job_opts *o;
+        struct plan plan;
+};
+
+static bool stopping(const struct job_opts *o)
+{
+        return o->stop && atomic_load(o->stop);
+}
+
+/* Whether err says it ended the job: a stop, or a control connection out of step. */
+static bool ends_job(const struct job *j, const struct ftp *ftp)
+{
+        return stopping(j->o) || ftp->broken;
+}
+
+/* Remembers that what (a path) was not copied, and why (which often names it already). */
+static void plan_fail(struct plan *p, const char *what, const char *why)
+{
+        char *line = NULL;
+        int n =
+            strstr(why, what) ? asprintf(&line, "%s", why) : asprintf(&line, "%s: %s", what, why);
+        pthread_mutex_lock(&p->lock);
+        if (n >= 0 && p->failed < FAILURES_SHOWN) {
+                p->failures[p->failed] = line;
+                line = NULL;
+        }
+        p->failed++;
+        pthread_mutex_unlock(&p->lock);
+        free(line);
+}
+
+/* One more file for the run: size is what the progress expects of it. */
+static int plan_add(struct plan *p, const char *remote, const char *local,
+                    const struct listing_facts *facts, uint64_t size, struct ds_error *err)
+{
+        if (p->count == p->room) {
+                size_t room = p->room ? 2 * p->room : 256;
+                struct tree_item *more = realloc(p->items, room * sizeof(*more));
+                if (!more)
+                        return ds_fail(err, -ENOMEM, "the list of files");
+                p->items = more;
+                p->room = room;
+        }
+        struct tree_item item = {.remote = strdup(remote), .local = strdup(local)};
+        if (!item.remote || !item.local) {
+                free(item.remote);
+                free(item.local);
+                return ds_fail(err, -ENOMEM, "the list of files");
+        }
+        item.have_facts = facts != NULL;
+        item.facts = facts ? *facts : (struct listing_facts){.size = UINT64_MAX};
+        p->items[p->count++] = item;
+        if (size != UINT64_MAX)
+                p->bytes += size;
+        return 0;
+}
+
+static void plan_free(struct plan *p)
+{
+        for (size_t i = 0; i < p->count; i++) {
+                free(p->items[i].remote);
+                free(p->items[i].local);
+        }
+        free(p->items);
+        for (unsigned i = 0; i < p->failed && i < FAILURES_SHOWN; i++)
+                free(p->failures[i]);
+        pthread_mutex_destroy(&p->lock);
+}
+
+static int join(char *out, size_t room, const char *dir, const char *name)
+{
+        size_t len = strlen(dir);
+        int n = len == 0              ? snprintf(out, room, "%s", name)
+                : dir[len - 1] == '/' ? snprintf(out, room, "%s%s", dir, name)
+                                      : snprintf(out, room, "%s/%s", dir, name);
+        return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
+}
+
+/* The last part of a path, after any '/' ("" for none). */
+static const char *base_of(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
+/* Whether path's last part names a directory whatever the server says of it: "dir/",
+ * "." and ".." (and nothing at all) have no name a file could take here. */
+static bool names_directory(const char *path)
+{
+        const char *last = base_of(path);
+        return !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+}
+
+static bool has_glob(const char *path)
+{
+        return strpbrk(base_of(path), "*?[") != NULL;
+}
+
+/* Makes the directory local of a get, or takes the one there. Below the top, the names
+ * are the server's: one that is there already must be a directory itself, never a link to
+ * one, or the server could have files written wherever the link points. The top is the
+ * user's own DEST, and may be a link. 0 or a negative errno with err filled. */
+static int make_dir(const char *local, bool top, struct ds_error *err)
+{
+        struct stat st;
+        if (mkdir(local, 0777) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return ds_fail(err, -errno, "mkdir %s", local);
+        if ((top ? stat(local, &st) : lstat(local, &st)) < 0)
+                return ds_fail(err, -errno, "%s", local);
+        if (!S_ISDIR(st.st_mode))
+                return ds_fail(err, 0, "%s exists and is not a directory%s: not written into",
+                               local, S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""),
+                       -ENOTDIR;
+        return 0;
+}
+
+/* Lines of a listing. */
+static uint64_t count_lines(const char *text)
+{
+        uint64_t lines = 0;
+        for (const char *p = text; (p = strchr(p, '\n')); p++)
+                lines++;
+        return lines;
+}
+
+/* The listing of the remote directory path (MLSD where offered), within what the tree
+ * may still hold. 0 and *text (the caller frees it and gives back *len of the budget), or
+ * a negative errno with err filled. */
+static int list_remote(struct job *j, const char *path, char **text, size_t *len,
+                       struct ds_error *err)
+{
+        struct plan *p = &j->plan;
+        size_t room = LISTINGS_HELD_MAX - p->held;
+        int rc = transfer_listing(j->ftp, j->ftp->feat.mlst ? "MLSD" : "LIST", path,
+                                  room < LISTING_MAX ? room : LISTING_MAX, j->o, text, len, err);
+        if (rc == -EFBIG && room < LISTING_MAX)
+                return ds_fail(err, 0, "%s: listings of nested directories over %u MiB together",
+                               path, LISTINGS_HELD_MAX >> 20),
+                       -EFBIG;
+        if (rc < 0)
+                return rc;
+        p->seen += count_lines(*text);
+        if (p->seen > TREE_ENTRIES_MAX) {
+                free(*text);
+                return ds_fail(err, 0, "%s: the tree lists over %u entries", path,
+                               TREE_ENTRIES_MAX),
+                       -EFBIG;
+        }
+        p->held += *len;
+        return 0;
+}
+
+static int plan_remote_dir(struct job *j, const char *remote, const char *local, unsigned depth);
+
+/* One entry of a remote listing, found under remote and going to local. */
+static int plan_remote_entry(struct job *j, const char *remote, const char *local,
+                             const struct listing_facts *facts, unsigned depth)
+{
+        struct ds_error err;
+        if (!facts->is_dir)
+                return plan_add(&j->plan, remote, local, facts, facts->size, &err) < 0
+                           ? (plan_fail(&j->plan, remote, err.text), -ENOMEM)
+                           : 0;
+        if (!j->o->recursive) {
+                plan_fail(&j->plan, remote, "a directory (-r copies directories)");
+                return 0;
+        }
+        return plan_remote_dir(j, remote, local, depth + 1);
+}
+
+/* Walks the remote directory into the plan, making the local directories. Failures below
+ * are remembered; a negative errno only for what ends the job. */
+static int plan_remote_dir(struct job *j, const char *remote, const char *local, unsigned depth)
+{
+        struct ds_error err;
+        char *text = NULL;
+        size_t len = 0;
+
+        if (depth > TREE_DEPTH_MAX) {
+                plan_fail(&j->plan, remote, "deeper than 64 directories: not copied");
+                return 0;
+        }
+        int rc = list_remote(j, remote, &text, &len, &err);
+        if (rc == 0 && (rc = make_dir(local, depth == 0, &err)) < 0)
+                free(text);
+        if (rc < 0) {
+                plan_fail(&j->plan, remote, err.text);
+                return ends_job(j, j->ftp) || rc == -EFBIG ? rc : 0;
+        }
+        char *save;
+        bool mlsd = j->ftp->feat.mlst;
+        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+             line = strtok_r(NULL, "\n", &save)) {
+                char *name, r[PATH_ROOM], l[PATH_ROOM];
+                struct listing_facts facts;
+                if (!listing_entry(line, mlsd, &name, &facts))
+                        continue;
+                if (join(r, sizeof(r), remote, name) < 0 || join(l, sizeof(l), local, name) < 0)
+                        plan_fail(&j->plan, remote, "a name too long to copy");
+                else
+                        rc = plan_remote_entry(j, r, l, &facts, depth);
+        }
+        j->plan.held -= len;
+        free(text);
+        return rc;
+}
+
+/* The entries of remote directory dir whose names match pattern, each to dest/NAME. */
+static int plan_remote_glob(struct job *j, const char *path, const char *dest)
+{
+        struct ds_error err;
+        char dir[PATH_ROOM], *text = NULL;
+        const char *pattern = base_of(path);
+        size_t len = 0;
+        unsigned matched = 0;
+
+        snprintf(dir, sizeof(dir), "%.*s", (int)(pattern - path), path);
+        int rc = list_remote(j, dir, &text, &len, &err);
+        if (rc < 0) {
+                plan_fail(&j->plan, path, err.text);
+                return ends_job(j, j->ftp) ? rc : 0;
+        }
+        char *save;
+        bool mlsd = j->ftp->feat.mlst;
+        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+             line = strtok_r(NULL, "\n", &save)) {
+                char *name, r[PATH_ROOM], l[PATH_ROOM];
+                struct listing_facts facts;
+                if (!listing_entry(line, mlsd, &name, &facts) || fnmatch(pattern, name, 0) != 0)
+                        continue;
+                matched++;
+                if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), dest, name) < 0)
+                        plan_fail(&j->plan, path, "a name too long to copy");
+                else
+                        rc = plan_remote_entry(j, r, l, &facts, 0);
+        }
+        j->plan.held -= len;
+        free(text);
+        if (rc == 0 && matched == 0)
+                plan_fail(&j->plan, path, "nothing on the server matches");
+        return rc;
+}
+
+/* Whether the remote path is to be walked as a directory under -r: unless MLST says it is
+ * a file (a server without MLST, or whose MLST says nothing clear, has it listed, as a
+ * listing will tell). */
+static bool remote_is_dir(struct job *j, const char *path)
+{
+        struct listing_facts facts;
+        struct ds_error ignored;
+        if (names_directory(path) || !j->ftp->feat.mlst)
+                return true;
+        return ftp_mlst(j->ftp, path, &facts, &ignored) != 0 || facts.is_dir;
+}
+
+/* The facts of a remote directory's entries, by name (put --update). */
+struct remote_dir {
+        char *text;
+        struct named_facts {
+                const char *name;
+                struct listing_facts facts;
+        } * entries;
+        size_t count;
+};
+
+static int by_name(const void *a, const void *b)
+{
+        return strcmp(((const struct named_facts *)a)->name, ((const struct named_facts *)b)->name);
+}
+
+/* Lists the remote directory path into dir; a directory that cannot be listed (it is
+ * new) leaves dir empty. */
+static void remote_dir_read(struct job *j, const char *path, struct remote_dir *dir)
+{
+        struct ds_error ignored;
+        size_t len = 0;
+        *dir = (struct remote_dir){0};
+        if (list_remote(j, path, &dir->text, &len, &ignored) < 0)
+                return;
+        j->plan.held -= len; /* held only while its directory is walked: given back at once,
+                              * the walk of a put is bounded by the local tree */
+        size_t lines = count_lines(dir->text) + 1;
+        dir->entries = calloc(lines, sizeof(*dir->entries));
+        char *save;
+        for (char *line = strtok_r(dir->text, "\n", &save); line && dir->entries;
+             line = strtok_r(NULL, "\n", &save)) {
+                struct named_facts *e = &dir->entries[dir->count];
+                char *name;
+                if (listing_entry(line, j->ftp->feat.mlst, &name, &e->facts)) {
+                        e->name = name;
+                        dir->count++;
+                }
+        }
+        if (dir->entries)
+                qsort(dir->entries, dir->count, sizeof(*dir->entries), by_name);
+}
+
+/* What the remote directory says of name: its facts, or "not there" (size unknown). */
+static struct listing_facts remote_dir_find(const struct remote_dir *dir, const char *name)
+{
+        struct named_facts key = {.name = name};
+        const struct named_facts *e =
+            dir->count ? bsearch(&key, dir->entries, dir->count, sizeof(key), by_name) : NULL;
+        return e && !e->facts.is_dir ? e->facts : (struct listing_facts){.size = UINT64_MAX};
+}
+
+static int plan_local_dir(struct job *j, const char *local, const char *remote, unsigned depth);
+
+/* One local path to remote: a file on the list, a directory walked (-r). there: what the
+ * remote directory holds (NULL: not looked at). */
+static int plan_local_entry(struct job *j, const char *local, const char *remote,
+                            const struct listing_facts *there, unsigned depth)
+{
+        struct ds_error err;
+        struct stat st;
+        if (lstat(local, &st) < 0) {
+                plan_fail(&j->plan, local, strerror(errno));
+                return 0;
+        }
+        if (S_ISDIR(st.st_mode)) {
+                if (j->o->recursive)
+                        return plan_local_dir(j, local, remote, depth + 1);
+                plan_fail(&j->plan, local, "a directory (-r copies directories)");
+                return 0;
+        }
+        if (!S_ISREG(st.st_mode))
+                return 0; /* links, devices, sockets: not files to copy */
+        if (plan_add(&j->plan, remote, local, there, (uint64_t)st.st_size, &err) < 0) {
+                plan_fail(&j->plan, local, err.text);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Walks the local directory into the plan, making the remote directories. */
+static int plan_local_dir(struct job *j, const char *local, const char *remote, unsigned depth)
+{
+        struct ds_error err;
+        if (depth > TREE_DEPTH_MAX) {
+                plan_fail(&j->plan, local, "deeper than 64 directories: not copied");
+                return 0;
+        }
+        DIR *dir = opendir(local);
+        if (!dir) {
+                plan_fail(&j->plan, local, strerror(errno));
+                return 0;
+        }
+        int rc = ftp_cmd(j->ftp, &err, "MKD %s", remote); /* 550 when it exists: fine */
+        if (rc < 0) {
+                closedir(dir);
+                plan_fail(&j->plan, remote, err.text);
+                return ends_job(j, j->ftp) ? rc : 0;
+        }
+        struct remote_dir there = {0};
+        if (j->o->update)
+                remote_dir_read(j, remote, &there);
+        struct dirent *entry;
+        rc = 0;
+        while (rc == 0 && (entry = readdir(dir))) {
+                char r[PATH_ROOM], l[PATH_ROOM];
+                if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+                        continue;
+                struct listing_facts facts = remote_dir_find(&there, entry->d_name);
+                if (join(r, sizeof(r), remote, entry->d_name) < 0 ||
+                    join(l, sizeof(l), local, entry->d_name) < 0)
+                        plan_fail(&j->plan, local, "a name too long to copy");
+                else
+                        rc = plan_local_entry(j, l, r, j->o->update ? &facts : NULL, depth);
+        }
+        free(there.entries);
+        free(there.text);
+        closedir(dir);
+        return rc;
+}
+
+/* The run: workers, each a control connection, taking files from the plan in turn. */
+struct run {
+        struct job *job;
+        bool get;
+        const struct tree_login *login;
+        struct job_totals *t;
+        struct part_batch batch;
+        _Atomic size_t next;
+        pthread_mutex_t lock; /* t's sums */
+        unsigned refused;     /* connections the server would not give */
+        char refused_why[sizeof(((struct ds_error *)0)->text)];
+};
+
+static void show_current(struct job_totals *t, const char *name)
+{
+        pthread_mutex_lock(&t->current_lock);
+        snprintf(t->current, sizeof(t->current), "%s", name);
+        pthread_mutex_unlock(&t->current_lock);
+}
+
+/* A worker's sums into the job's. */
+static void add_totals(struct run *r, const struct job_totals *mine)
+{
+        struct job_totals *t = r->t;
+        pthread_mutex_lock(&r->lock);
+        t->files += mine->files;
+        t->skipped += mine->skipped;
+        t->bytes += mine->bytes;
+        t->resumed_bytes += mine->resumed_bytes;
+        if (mine->streams_used > t->streams_used)
+                t->streams_used = mine->streams_used;
+        t->verified += mine->verified;
+        if (mine->verified) {
+                t->last_algo = mine->last_algo;
+                memcpy(t->last_hash, mine->last_hash, sizeof(t->last_hash));
+        }
+        pthread_mutex_unlock(&r->lock);
+}
+
+/* The buffers a worker lends to each of its files: a small file then costs no mapping of
+ * its own (a larger one maps what it needs, as alone). */
+#define WORKER_BUFFERS     4u
+#define WORKER_BUFFER_SIZE (1u << 20)
+
+/* Takes files until none is left, the job stops or this connection breaks. */
+static void work(struct run *r, struct ftp *ftp)
+{
+        struct job *j = r->job;
+        struct job_totals mine = {0};
+        struct job_opts o = *j->o;
+        struct ds_error ignored;
+        if (ds_pool_create(&o.pool, WORKER_BUFFER_SIZE < o.block ? WORKER_BUFFER_SIZE : o.block,
+                           WORKER_BUFFERS, 0, &ignored) < 0)
+                o.pool = NULL; /* each file maps its own */
+        for (;;) {
+                size_t i = atomic_fetch_add(&r->next, 1);
+                if (i >= j->plan.count || stopping(j->o))
+                        break;
+                struct tree_item *it = &j->plan.items[i];
+                struct ds_error err = {{0}};
+                const struct listing_facts *facts = it->have_facts ? &it->facts : NULL;
+                show_current(r->t, r->get ? it->remote : it->local);
+                int rc =
+                    r->get ? transfer_get_file(ftp, it->remote, it->local, facts, &r->batch, &o,
+                                               &mine, &err)
+                           : transfer_put_file(ftp, it->local, it->remote, facts, &o, &mine, &err);
+                if (rc < 0 && !stopping(j->o))
+                        plan_fail(&j->plan, r->get ? it->remote : it->local, err.text);
+                else
+                        atomic_fetch_add(&r->t->files_live, 1);
+                if (rc < 0 && ends_job(j, ftp))
+                        break;
+        }
+        ds_pool_destroy(o.pool);
+        add_totals(r, &mine);
+}
+
+static void *worker_main(void *arg)
+{
+        struct run *r = arg;
+        const struct tree_login *l = r->login;
+        struct ds_error err;
+        struct ftp *ftp = malloc(sizeof(*ftp));
+        int rc = ftp ? ftp_open(ftp, l->host, l->port, l->user, l->pass, l->timeout_ms,
+                                r->job->o->stop, l->tls, &err)
+                     : ds_fail(&err, -ENOMEM, "a control connection");
+        if (rc < 0) {
+                pthread_mutex_lock(&r->lock);
+                if (r->refused++ == 0)
+                        snprintf(r->refused_why, sizeof(r->refused_why), "%s", err.text);
+                pthread_mutex_unlock(&r->lock);
+                free(ftp);
+                return NULL;
+        }
+        work(r, ftp);
+        ftp_close(ftp);
+        free(ftp);
+        return NULL;
+}
+
+/* Moves the plan's files: the first connection here, -j - 1 more in threads. */
+static int run_plan(struct job *j, const struct tree_login *login, bool get, struct job_totals *t,
+                    struct ds_error *err)
+{
+        struct run r = {.job = j, .get = get, .login = login, .t = t};
+        unsigned jobs = j->o->jobs > 0 ? j->o->jobs : 1;
+        if (jobs > j->plan.count)
+                jobs = j->plan.count > 0 ? (unsigned)j->plan.count : 1;
+        pthread_t threads[TREE_JOBS_MAX];
+        unsigned started = 0;
+
+        atomic_store(&t->files_expected, (unsigned)j->plan.count);
+        atomic_store(&t->expected_live, j->plan.bytes);
+        pthread_mutex_init(&r.lock, NULL);
+        part_batch_init(&r.batch);
+        uint64_t start_ns = ds_now_ns();
+        for (unsigned i = 1; i < jobs && i <= TREE_JOBS_MAX; i++)
+                if (pthread_create(&threads[started], NULL, worker_main, &r) == 0)
+                        started++;
+        work(&r, j->ftp);
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(threads[i], NULL);
+        struct ds_error flush_err;
+        if (get && part_batch_flush(&r.batch, &flush_err) < 0)
+                plan_fail(&j->plan, "", flush_err.text);
+        part_batch_free(&r.batch);
+        t->seconds = ds_seconds_between(start_ns, ds_now_ns());
+        if (r.refused > 0 && !j->o->quiet) {
+                fprintf(stderr, "xftp: %u of %u connections refused (", r.refused, jobs);
+                listing_show(stderr, r.refused_why, strlen(r.refused_why), false);
+                fputs("): fewer files at once\n", stderr);
+        }
+        /* Left untaken when every connection broke: each is a file not copied. */
+        size_t left = atomic_load(&r.next);
+        for (size_t i = left; i < j->plan.count && !stopping(j->o); i++)
+                plan_fail(&j->plan, j->plan.items[i].remote, "not copied: no connection left");
+        pthread_mutex_destroy(&r.lock);
+        if (stopping(j->o))
+                return ds_fail(err, -EINTR, "stopped: %u of %zu files copied", t->files,
+                               j->plan.count);
+        return 0;
+}
+
+/* Names what failed and says how many: -EIO, or 0 when nothing did. One failure is the
+ * job's one error line; more are named on stderr, one a line, before it. */
+static int report_failures(struct job *j, struct job_totals *t, int rc, struct ds_error *err)
+{
+        struct plan *p = &j->plan;
+        t->failed = p->failed;
+        if (p->failed == 0)
+                return rc;
+        for (unsigned i = 0; p->failed > 1 && i < p->failed && i < FAILURES_SHOWN; i++) {
+                fputs("xftp: failed: ", stderr);
+                listing_show(stderr, p->failures[i], strlen(p->failures[i]), false);
+                fputc('\n', stderr);
+        }
+        if (p->failed > FAILURES_SHOWN)
+                fprintf(stderr, "xftp: and %u more failures\n", p->failed - FAILURES_SHOWN);
+        char first[sizeof(err->text)];
+        snprintf(first, sizeof(first), "%s",
+                 p->failed == 1 && p->failures[0] ? p->failures[0] : "");
+        if (rc < 0) /* the job's end says it; the failures above say what it left */
+                return rc;
+        if (first[0])
+                return ds_fail(err, -EIO, "%s (%u of %zu files copied)", first, t->files, p->count);
+        return ds_fail(err, -EIO, "%u failed, %u of %zu files copied", p->failed, t->files,
+                       p->count);
+}
+
+static void job_init(struct job *j, struct ftp *ftp, const struct job_opts *o)
+{
+        *j = (struct job){.ftp = ftp, .o = o};
+        pthread_mutex_init(&j->plan.lock, NULL);
+}
+
+/* Where a single source of a get lands: DEST as given, DEST/NAME when DEST is a directory
+ * and the source a file, NAME here without DEST. */
+static void single_dest(const char *path, const char *dest, bool dir, char *out, size_t room)
+{
+        struct stat st;
+        const char *name = *base_of(path) ? base_of(path) : ".";
+        if (!dest)
+                snprintf(out, room, "%s", name);
+        else if (!dir && stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
+                snprintf(out, room, "%s/%s", dest, name);
+        else
+                snprintf(out, room, "%s", dest);
+}
+
+/* After the plan: the run when the plan was made whole, then the failures named. */
+static int finish(struct job *j, const struct tree_login *login, bool get, int rc,
+                  struct job_totals *t, struct ds_error *err)
+{
+        if (rc == 0)
+                rc = run_plan(j, login, get, t, err);
+        else if (stopping(j->o))
+                rc = ds_fail(err, -EINTR, "stopped while listing: nothing copied");
+        else if (j->plan.failed > 0 && j->plan.failed <= FAILURES_SHOWN) {
+                /* what ended the walk was remembered last: it is the job's error */
+                char *last = j->plan.failures[--j->plan.failed];
+                rc = ds_fail(err, rc, "%s (nothing copied)", last ? last : "the list of files");
+                free(last);
+        } else
+                rc = ds_fail(err, rc, "the list of files was cut short: nothing copied");
+        rc = report_failures(j, t, rc, err);
+        plan_free(&j->plan);
+        return rc;
+}
+
+int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sources, int nsources,
+             const char *dest, const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        struct job j;
+        struct stat st;
+        bool many = nsources > 1 || has_glob(sources[0]);
+        char to[PATH_ROOM];
+
+        job_init(&j, ftp, o);
+        if (!many) {
+                const char *path = sources[0];
+                bool dir = o->recursive && remote_is_dir(&j, path);
+                single_dest(path, dest, dir, to, sizeof(to));
+                if (!dir) { /* one file: its own errors, as they are */
+                        plan_free(&j.plan);
+                        if (names_directory(path))
+                                return ds_fail(err, 0, "%s names a directory: use -r",
+                                               *path ? path : "/"),
+                                       -EISDIR;
+                        return transfer_get_file(ftp, path, to, NULL, NULL, o, t, err);
+                }
+                return finish(&j, login, true, plan_remote_dir(&j, path, to, 0), t, err);
+        }
+        if (dest && (stat(dest, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                plan_free(&j.plan);
+                return ds_fail(err, 0, "%s: not a directory (several files go into one)", dest),
+                       -ENOTDIR;
+        }
+        dest = dest ? dest : ".";
+        int rc = 0;
+        for (int i = 0; i < nsources && rc == 0 && !stopping(o); i++) {
+                const char *path = sources[i];
+                struct ds_error mine;
+                if (has_glob(path)) {
+                        rc = plan_remote_glob(&j, path, dest);
+                } else if (join(to, sizeof(to), dest, *base_of(path) ? base_of(path) : ".") < 0) {
+                        plan_fail(&j.plan, path, "a name too long to copy");
+                } else if (o->recursive && remote_is_dir(&j, path)) {
+                        rc = plan_remote_dir(&j, path, to, 1);
+                } else if (names_directory(path)) {
+                        plan_fail(&j.plan, path, "a directory (-r copies directories)");
+                } else if ((rc = plan_add(&j.plan, path, to, NULL, UINT64_MAX, &mine)) < 0) {
+                        plan_fail(&j.plan, path, mine.text);
+                }
+        }
+        return finish(&j, login, true, rc, t, err);
+}
+
+int tree_put(struct ftp *ftp, const struct tree_login *login, char *const *sources, int nsources,
+             const char *dest, const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+{
+        struct job j;
+        struct stat st;
+        bool many = nsources > 1;
+        size_t len = strlen(dest);
+        char to[PATH_ROOM];
+
+        if (!many) {
+                if (stat(sources[0], &st) < 0)
+                        return ds_fail(err, -errno, "%s", sources[0]);
+                if (S_ISDIR(st.st_mode) && !o->recursive)
+                        return ds_fail(err, 0, "%s is a directory: use -r", sources[0]), -EISDIR;
+                if (!S_ISDIR(st.st_mode)) { /* one file: its own errors, as they are */
+                        bool into = len == 0 || dest[len - 1] == '/';
+                        if (into && join(to, sizeof(to), dest, base_of(sources[0])) < 0)
+                                return ds_fail(err, 0, "%s: name too long", sources[0]),
+                                       -ENAMETOOLONG;
+                        return transfer_put_file(ftp, sources[0], into ? to : dest, NULL, o, t,
+                                                 err);
+                }
+        }
+        job_init(&j, ftp, o);
+        if (!many) /* a directory's files go into dest */
+                return finish(&j, login, false, plan_local_dir(&j, sources[0], dest, 0), t, err);
+        struct ds_error mine;
+        int rc = ftp_cmd(ftp, &mine, "MKD %s", dest); /* 550 when it is there: fine */
+        if (rc < 0)
+                plan_fail(&j.plan, dest, mine.text);
+        for (int i = 0; i < nsources && rc >= 0 && !stopping(o); i++) {
+                char name[PATH_ROOM];
+                size_t n = strlen(sources[i]);
+                while (n > 1 && sources[i][n - 1] == '/')
+                        n--; /* "dir/" is dir */
+                snprintf(name, sizeof(name), "%.*s", (int)n, sources[i]);
+                if (join(to, sizeof(to), dest, base_of(name)) < 0)
+                        plan_fail(&j.plan, sources[i], "a name too long to copy");
+                else
+                        rc = plan_local_entry(&j, name, to, NULL, 0);
+        }
+        return finish(&j, login, false, rc < 0 ? rc : 0, t, err);
+}
