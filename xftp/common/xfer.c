@@ -65,7 +65,8 @@ struct pipeline {
         struct queue to_disk;                      /* receiving: one for all connections */
         unsigned net_running;                      /* receiving: threads still reading */
         struct ds_modee_end end;
-        int failed; /* first negative errno, with its message in err */
+        atomic_bool closing; /* receiving MODE E: an EOD said the sender closes */
+        int failed;          /* first negative errno, with its message in err */
         struct ds_error err;
         _Atomic uint64_t last_progress_ns;
 };
@@ -371,6 +372,8 @@ static void *send_thread(void *arg)
                                         block.desc |= DS_MODEE_EOF;
                                         block.offset = pl->n;
                                 }
+                                if (!(pl->opts->flags & DS_XFER_KEEP))
+                                        block.desc |= DS_MODEE_CLOSE;
                         }
                         ds_modee_encode(&block, header);
                         iov[cnt++] = (struct iovec){header, sizeof(header)};
@@ -457,8 +460,10 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
                 pthread_mutex_unlock(&pl->lock);
                 if (rc < 0)
                         return ds_fail(err, 0, "EOF/EOD blocks do not add up"), rc;
+                if (block.desc & DS_MODEE_CLOSE)
+                        atomic_store(&pl->closing, true);
                 if (block.desc & DS_MODEE_EOD)
-                        return 0;
+                        return 0; /* nothing past it is read: it may be the next transfer's */
         }
 }
 
@@ -832,7 +837,18 @@ uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, uns
         /* The pool's buffers are whole pages (pool.c), all of them touched at its start. */
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
         uint64_t block = transfer_block(file, opts, sending);
+        if (opts->pool && ds_pool_count(opts->pool) >= pipeline_depth(opts, n) &&
+            ds_pool_buf_size(opts->pool) >= block)
+                return 0; /* the lent pool serves: nothing more is mapped */
         return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
+}
+
+/* Whether what is to be sent is known to fit in one buffer: its read and its end marker
+ * then wait for no sender, in queues deeper than two (a length to the end of the file is
+ * not known: the file may grow while it is read). */
+static bool one_piece(const struct pipeline *pl)
+{
+        return pl->opts->length < pl->block && pipeline_depth(pl->opts, pl->n) >= 2;
 }
 
 int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
@@ -851,6 +867,16 @@ int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                 return rc;
         if (by_sendfile) {
                 rc = send_by_sendfile(&pl, result, err);
+        } else if (n == 1 && one_piece(&pl)) {
+                /* A small file: read, then sent from this thread. A thread of its own would
+                 * cost more than the overlap of disk and network it buys for one piece (a
+                 * tree's files each paid a clone and its wake-ups). */
+                threads[0] = (struct net_thread){.pl = &pl, .index = 0};
+                rc = read_side(&pl, result, err);
+                if (rc == 0)
+                        send_thread(&threads[0]);
+                else if (rc != -ECANCELED)
+                        fail(&pl, rc, err);
         } else {
                 rc = start_threads(&pl, threads, send_thread, &started, err);
                 if (rc == 0)
@@ -859,6 +885,7 @@ int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                         fail(&pl, rc, err);
         }
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
+        result->kept = rc == 0 && mode == DS_XFER_BLOCKS && (opts->flags & DS_XFER_KEEP);
         pipeline_free(&pl);
         return rc;
 }
@@ -985,6 +1012,7 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
         if (rc == 0)
                 rc = check_end(&pl, &arrived, err);
+        result->kept = rc == 0 && mode == DS_XFER_BLOCKS && !atomic_load(&pl.closing);
         pipeline_free(&pl);
         free(slots);
         return rc;

@@ -84,6 +84,8 @@ enum ds_xfer_mode {
 
 enum ds_xfer_flags {
         DS_XFER_NO_SENDFILE = 1u << 0, /* always read into pool buffers and send() them */
+        DS_XFER_KEEP = 1u << 1,        /* MODE E, sending: the connections stay open after this
+                                        * transfer (EOD without the CLOSE bit), for the next one */
 };
 
 struct ds_xfer_opts {
@@ -119,6 +121,9 @@ struct ds_xfer_result {
         double seconds;      /* from the first byte's wait to the last write or send */
         double mb_per_s;     /* bytes / seconds / 10^6 */
         bool sendfile;       /* the data went by sendfile() */
+        bool kept;           /* MODE E, ended well, and no EOD said CLOSE (receiving) or
+                              * DS_XFER_KEEP was asked (sending): the connections may carry
+                              * the next transfer, GridFTP's cached data channels */
 };
 
 /* The buffer bytes ds_xfer_send (sending) or ds_xfer_recv would map and touch for file
