@@ -441,10 +441,10 @@ static void cmd_feat(struct session *s)
                  s->hash_algo == DS_HASH_SHA256 ? "*" : "", ds_hash_name(DS_HASH_CRC32C),
                  s->hash_algo == DS_HASH_CRC32C ? "*" : "");
         static const char *const lines[] = {
-            "EPRT", "EPSV",        "MDTM",     "MLST type*;size*;modify*;perm*;",
-            "PASV", "REST STREAM", "SIZE",     "TVFS",
-            "UTF8", "MODE E",      "PARALLEL", "RANG STREAM",
-            "PSIZ", "ALLO",
+            "EPRT", "EPSV",        "MDTM",        "MLST type*;size*;modify*;perm*;",
+            "PASV", "REST STREAM", "SIZE",        "TVFS",
+            "UTF8", "MODE E",      "PARALLEL",    "RANG STREAM",
+            "PSIZ", "ALLO",        "MODE E KEEP",
         };
         session_reply(s, "211-Extensions supported:");
         for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
@@ -461,6 +461,9 @@ static void cmd_opts(struct session *s, const char *arg)
 
         if (strcasecmp(arg, "UTF8 ON") == 0 || strcasecmp(arg, "UTF8") == 0) {
                 session_reply(s, "200 Always in UTF-8.");
+        } else if (strcasecmp(arg, "MODE E KEEP") == 0) {
+                s->keep = true;
+                session_reply(s, "200 MODE E data connections are kept across transfers.");
         } else if (strncasecmp(arg, "RETR ", 5) == 0 || strncasecmp(arg, "STOR ", 5) == 0) {
                 if (ds_modee_parse_parallelism(arg + 5, &streams) < 0) {
                         session_reply(s, "501 Expected Parallelism=N; with N from 1 to %u.",
@@ -739,6 +742,8 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
                         dispatch(s, cmd, &end);
         }
         xfer_reset(s);
+        xfer_drop_kept(s);
+        xfer_free_lent(s);
         ds_store_close(s->own_store);
         if (s->live)
                 ds_live_close(s->live);

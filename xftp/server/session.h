@@ -9,6 +9,7 @@
 
 #include "dataconn.h"
 #include "hash.h"
+#include "modee.h"
 #include "store.h"
 #include "xconn.h"
 
@@ -19,6 +20,7 @@
 
 struct ds_live;
 struct ds_shared_budget;
+struct ds_pool;
 struct ds_tls;
 struct xftpd_users;
 
@@ -79,11 +81,20 @@ struct session {
         char mode;        /* 'S' or 'E' */
         unsigned streams; /* OPTS RETR Parallelism=N, for MODE E */
         enum ds_hash_algo hash_algo;
-        uint64_t rest;             /* REST: the next transfer's offset */
-        uint64_t range_start;      /* RANG, for the next RETR or HASH */
-        uint64_t range_end;        /* exclusive; 0: no RANG */
-        uint64_t allocate;         /* ALLO: the next upload's announced size */
-        int pasv_fd;               /* PASV/EPSV listener, -1 */
+        uint64_t rest;                              /* REST: the next transfer's offset */
+        uint64_t range_start;                       /* RANG, for the next RETR or HASH */
+        uint64_t range_end;                         /* exclusive; 0: no RANG */
+        uint64_t allocate;                          /* ALLO: the next upload's announced size */
+        int pasv_fd;                                /* PASV/EPSV listener, -1 */
+        struct ds_xconn kept[DS_MODEE_MAX_STREAMS]; /* MODE E connections a transfer left
+                                                     * open (EOD without CLOSE): the next
+                                                     * transfer without PASV or PORT uses them */
+        unsigned kept_n;
+        bool keep;            /* OPTS MODE E KEEP: the client wants them kept */
+        bool kept_prot_p;     /* they are TLS */
+        struct ds_pool *lend; /* buffers lent to each transfer they fit, taken from the
+                               * memory budget once: a small file maps none of its own */
+        bool lend_tried;
         struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
         bool epsv_all;
         bool pbsz;   /* PBSZ 0 came after AUTH TLS */
@@ -134,5 +145,9 @@ void xfer_cmd_hash(struct session *s, const char *path);
 void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg);
 /* Forgets the data connection set up for the next transfer, and REST, RANG, ALLO. */
 void xfer_reset(struct session *s);
+/* Closes the MODE E connections kept from the last transfer. */
+void xfer_drop_kept(struct session *s);
+/* Frees the session's lent buffers and gives their bytes back to the budget. */
+void xfer_free_lent(struct session *s);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
+#include <dragstrip/pool.h>
 #include <dragstrip/serve.h>
 #include <dragstrip/stop.h>
 
@@ -35,6 +36,25 @@ static void forget_data(struct session *s)
                 close(s->pasv_fd);
         s->pasv_fd = -1;
         s->active.len = 0;
+}
+
+void xfer_drop_kept(struct session *s)
+{
+        ds_xconn_close_all(s->kept, s->kept_n);
+        s->kept_n = 0;
+}
+
+/* Whether the kept connections can carry a transfer: nothing came on them since (a client
+ * that closed its end, or sent bytes no transfer asked for, has them no more). */
+static bool kept_alive(struct session *s)
+{
+        for (unsigned i = 0; i < s->kept_n; i++) {
+                struct pollfd pfd = {.fd = s->kept[i].fd, .events = POLLIN | POLLRDHUP};
+                bool pending = s->kept[i].ops->pending && s->kept[i].ops->pending(&s->kept[i]) > 0;
+                if (pending || poll(&pfd, 1, 0) != 0)
+                        return false;
+        }
+        return true;
 }
 
 void xfer_reset(struct session *s)
@@ -155,17 +175,35 @@ static void log_refused(struct session *s, const struct ds_data_refused *refused
                   s->anonymous ? "" : "; --fxp allows them");
 }
 
-/* Opens the n data connections of the next transfer. Replies 425 and returns a negative
- * errno when it cannot. */
-static int open_data(struct session *s, struct ds_xconn *conns, unsigned n)
+/* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
+ * connections kept from the last one when no PASV or PORT came since (*reused says so);
+ * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
+ * cannot. */
+static int open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool reuse,
+                     bool *reused)
 {
         struct ds_error err;
         struct ds_data_opts opts = data_opts(s, &s->xfer_stop);
         int fds[DS_MODEE_MAX_STREAMS];
         int rc;
 
+        *reused = false;
         if (ftps_data_refused(s))
                 return -EACCES;
+        if (reuse && s->kept_n == n && s->kept_prot_p == s->prot_p && s->pasv_fd < 0 &&
+            !s->active.len) {
+                if (!kept_alive(s)) {
+                        xfer_drop_kept(s);
+                        session_reply(s, "425 The kept data connections were closed: use PASV "
+                                         "or PORT.");
+                        return -ENOTCONN;
+                }
+                memcpy(conns, s->kept, n * sizeof(*conns));
+                s->kept_n = 0;
+                *reused = true;
+                return 0;
+        }
+        xfer_drop_kept(s);
         if (s->pasv_fd >= 0) {
                 /* A third host that races the client for the port gets nothing. */
                 struct ds_data_refused refused = {0};
@@ -395,6 +433,60 @@ static void budget_give(struct session *s, uint64_t bytes)
                 ds_shared_budget_give(s->config->budget, s->config->budget_slot, bytes);
 }
 
+#define LENT_BUFFERS     4u
+#define LENT_BUFFER_SIZE (1u << 20)
+
+/* The session's lent buffers, made at its first transfer when the budget has room for
+ * them; NULL when it had not (each transfer then maps its own, as it is budgeted). */
+static struct ds_pool *lent_pool(struct session *s)
+{
+        struct ds_error ignored;
+        uint64_t bytes = (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE;
+        size_t size = s->config->block < LENT_BUFFER_SIZE ? s->config->block : LENT_BUFFER_SIZE;
+
+        if (s->lend_tried)
+                return s->lend;
+        s->lend_tried = true;
+        if (s->config->budget &&
+            !ds_shared_budget_take(s->config->budget, s->config->budget_slot, bytes))
+                return NULL;
+        if (ds_pool_create(&s->lend, size, LENT_BUFFERS, 0, &ignored) < 0) {
+                s->lend = NULL;
+                if (s->config->budget)
+                        ds_shared_budget_give(s->config->budget, s->config->budget_slot, bytes);
+        }
+        return s->lend;
+}
+
+/* Lends the session's buffers to a transfer they fit: one whose own would be no larger,
+ * or an upload of no announced size over a few connections. Such an upload may be a small
+ * file of a tree as well as a large one: it goes in the lent buffers' pieces (1 MiB, as
+ * fast on these disks as 4 MiB) rather than in 16 MiB mapped and zeroed for what may be a
+ * few KiB. Larger transfers keep buffers of their own, budgeted as before. */
+static void lend_if_fits(struct session *s, struct job *job, enum ds_xfer_mode mode, unsigned n)
+{
+        struct ds_xfile *xfile = ds_store_xfile(job->file);
+        bool unsized = job->upload && job->opts.limit == UINT64_MAX && n <= LENT_BUFFERS;
+        uint64_t own = ds_xfer_buffer_bytes(xfile, mode, n, &job->opts, !job->upload);
+
+        if (own == 0 || (!unsized && own > (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE))
+                return;
+        job->opts.pool = lent_pool(s);
+        if (unsized && job->opts.pool)
+                job->opts.block = ds_pool_buf_size(job->opts.pool);
+}
+
+void xfer_free_lent(struct session *s)
+{
+        if (!s->lend)
+                return;
+        ds_pool_destroy(s->lend);
+        s->lend = NULL;
+        if (s->config->budget)
+                ds_shared_budget_give(s->config->budget, s->config->budget_slot,
+                                      (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE);
+}
+
 /* Opens the data connections, moves the data, closes them. Returns the pipeline's
  * result; job->connected says whether it ran. */
 static int run_job(struct session *s, struct job *job)
@@ -409,6 +501,7 @@ static int run_job(struct session *s, struct job *job)
         unsigned flags = job->opts.flags;
         if (s->prot_p)
                 job->opts.flags |= DS_XFER_NO_SENDFILE;
+        lend_if_fits(s, job, mode, n);
         uint64_t need =
             ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
         job->opts.flags = flags;
@@ -420,9 +513,13 @@ static int run_job(struct session *s, struct job *job)
                 session_reply(s, "451 Cannot start the transfer.");
                 return rc;
         }
-        rc = open_data(s, conns, n);
+        bool reused;
+        rc = open_data(s, conns, n, mode == DS_XFER_BLOCKS, &reused);
         job->connected = rc == 0;
-        if (rc == 0) {
+        if (rc == 0 && reused) {
+                session_reply(s, "125 Data connection%s already open; transfer starting.",
+                              n > 1 ? "s" : "");
+        } else if (rc == 0) {
                 session_reply(s, "150 Opening %s data connection%s.",
                               mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
                 rc = ftps_secure_data(s, conns, n, &job->err);
@@ -434,11 +531,19 @@ static int run_job(struct session *s, struct job *job)
                 if (s->live)
                         ds_live_start(s->live);
                 struct ds_xfile *xfile = ds_store_xfile(job->file);
+                if (s->keep) /* MODE E: GridFTP's cached channels, when asked */
+                        job->opts.flags |= DS_XFER_KEEP;
                 rc = job->upload ? ds_xfer_recv_conns(xfile, mode, conns, n, &job->opts,
                                                       &job->result, &job->err)
                                  : ds_xfer_send_conns(xfile, mode, conns, n, &job->opts,
                                                       &job->result, &job->err);
-                ds_xconn_close_all(conns, n);
+                if (rc == 0 && s->keep && job->result.kept) { /* for the next transfer */
+                        memcpy(s->kept, conns, n * sizeof(*conns));
+                        s->kept_n = n;
+                        s->kept_prot_p = s->prot_p;
+                } else {
+                        ds_xconn_close_all(conns, n);
+                }
                 if (s->live)
                         ds_live_done(s->live);
                 /* A size announced by ALLO and reached says the end itself. */
@@ -471,7 +576,10 @@ void xfer_cmd_retr(struct session *s, const char *arg)
         if (rc == 0)
                 rc = xfile->ops->size(xfile, &size);
         job.opts.offset = s->rest ? s->rest : s->range_start;
+        /* The file as SIZE names it now: bytes appended while it goes are the next RETR's. */
         job.opts.length = s->range_end ? s->range_end - s->range_start : UINT64_MAX;
+        if (!s->range_end && job.opts.offset <= size)
+                job.opts.length = size - job.opts.offset;
         job.opts.limit = UINT64_MAX;
         if (rc < 0)
                 session_reply_errno(s, rc, arg);
@@ -705,7 +813,8 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                 session_reply_errno(s, rc, name);
         } else if (watch_start(&w, s) == 0) {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
-                if (open_data(s, &conn, 1) == 0) {
+                bool reused;
+                if (open_data(s, &conn, 1, false, &reused) == 0) {
                         struct ds_error err;
                         session_reply(s, "150 Here comes the listing.");
                         *l =
