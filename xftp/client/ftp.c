@@ -184,6 +184,8 @@ static void note_feature(struct ftp_features *feat, const char *line)
                 feat->psiz = true;
         else if (strcasecmp(line, "MFMT") == 0)
                 feat->mfmt = true;
+        else if (strcasecmp(line, "MODE E KEEP") == 0)
+                feat->keep = true;
         else if (strncasecmp(line, "HASH ", 5) == 0) {
                 char list[256];
                 snprintf(list, sizeof(list), "%s", line + 5);
@@ -353,6 +355,7 @@ void ftp_close(struct ftp *ftp)
 
         if (ftp->ctl.fd < 0)
                 return;
+        ftp_drop_kept(ftp);
         ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
         ftp_cmd(ftp, &ignored, "QUIT");
         ftp->timeout_ms = timeout_ms;
@@ -379,11 +382,23 @@ static int type_binary(struct ftp *ftp, struct ds_error *err)
         return rc;
 }
 
-int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err)
+void ftp_drop_kept(struct ftp *ftp)
 {
-        char mode = streams > 1 ? 'E' : 'S';
+        ds_xconn_close_all(ftp->kept, ftp->kept_n);
+        ftp->kept_n = 0;
+}
+
+int ftp_prepare(struct ftp *ftp, unsigned streams, bool blocks, struct ds_error *err)
+{
+        char mode = streams > 1 || blocks ? 'E' : 'S';
         int rc = type_binary(ftp, err);
 
+        if (mode != ftp->mode || streams != ftp->streams)
+                ftp_drop_kept(ftp); /* the server drops them too */
+        if (rc == 0 && blocks && ftp->feat.keep && !ftp->keep) {
+                rc = cmd_ok(ftp, err, "OPTS MODE E KEEP");
+                ftp->keep = rc == 0;
+        }
         if (rc == 0 && mode != ftp->mode) {
                 rc = cmd_ok(ftp, err, mode == 'E' ? "MODE E" : "MODE S");
                 if (rc == 0)
@@ -445,6 +460,30 @@ int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
         for (unsigned i = 0; i < n && i < DS_MODEE_MAX_STREAMS; i++)
                 rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
         return rc;
+}
+
+int ftp_data_open(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                  const struct ds_data_opts *opts, bool *reused, struct ds_error *err)
+{
+        *reused = ftp->mode == 'E' && ftp->kept_n == n && n > 0;
+        if (*reused) {
+                memcpy(conns, ftp->kept, n * sizeof(*conns));
+                ftp->kept_n = 0;
+                return 0;
+        }
+        ftp_drop_kept(ftp); /* PASV makes the server drop them */
+        return ftp_passive(ftp, conns, n, opts, err);
+}
+
+void ftp_data_done(struct ftp *ftp, struct ds_xconn *conns, unsigned n, bool keep)
+{
+        if (!keep || !ftp->keep || n > DS_MODEE_MAX_STREAMS) {
+                ds_xconn_close_all(conns, n);
+                return;
+        }
+        ftp_drop_kept(ftp);
+        memcpy(ftp->kept, conns, n * sizeof(*conns));
+        ftp->kept_n = n;
 }
 
 int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)

@@ -12,6 +12,7 @@
 #include "dataconn.h"
 #include "hash.h"
 #include "listing.h"
+#include "modee.h"
 #include "xconn.h"
 
 struct ds_error;
@@ -30,6 +31,8 @@ struct ftp_features {
         bool rang;
         bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
         bool mfmt; /* MFMT: set a file's modification time */
+        bool keep; /* MODE E KEEP: the server keeps MODE E data connections open across
+                    * transfers (GridFTP's cached channels) */
 };
 
 /* FTPS (RFC 4217): when the control connection turns TLS. */
@@ -61,9 +64,13 @@ struct ftp {
         char reply[FTP_REPLY_MAX]; /* its text, lines joined by '\n' */
         char in[FTP_LINE_MAX * 2];
         size_t in_len;
-        char mode;        /* 'S' or 'E', as last set on the server */
-        bool type_i;      /* TYPE I sent */
-        unsigned streams; /* Parallelism last set */
+        char mode;                                  /* 'S' or 'E', as last set on the server */
+        bool type_i;                                /* TYPE I sent */
+        unsigned streams;                           /* Parallelism last set */
+        struct ds_xconn kept[DS_MODEE_MAX_STREAMS]; /* MODE E connections kept open after a
+                                                     * transfer, for the next one */
+        unsigned kept_n;
+        bool keep; /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
 };
 
 /* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT. Returns 0,
@@ -93,9 +100,21 @@ int ftp_send(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
 /* Reads one more reply (after a 1xx preliminary one). Returns its code or a negative errno. */
 int ftp_reply(struct ftp *ftp, struct ds_error *err);
 
-/* TYPE I and the MODE/Parallelism for streams (1: MODE S; more: MODE E), sending only
- * what changes. Returns 0 or a negative errno with err filled. */
-int ftp_prepare(struct ftp *ftp, unsigned streams, struct ds_error *err);
+/* TYPE I and the MODE/Parallelism for streams (MODE E for more than one, or blocks; else
+ * MODE S), sending only what changes; a change drops the kept connections. Returns 0 or a
+ * negative errno with err filled. */
+int ftp_prepare(struct ftp *ftp, unsigned streams, bool blocks, struct ds_error *err);
+
+/* The data connections of the next transfer: those kept from the last one (*reused: no
+ * PASV, no TLS handshake; the server uses them when no PASV or PORT came), else new ones
+ * by ftp_passive. Returns 0 or a negative errno. */
+int ftp_data_open(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
+                  const struct ds_data_opts *opts, bool *reused, struct ds_error *err);
+/* After a transfer: the connections kept for the next one when keep (a MODE E transfer that
+ * ended well, the server keeping them too), else closed. */
+void ftp_data_done(struct ftp *ftp, struct ds_xconn *conns, unsigned n, bool keep);
+/* Closes the kept connections. */
+void ftp_drop_kept(struct ftp *ftp);
 
 /* Passive data connections: EPSV (or PASV where EPSV is refused), then n connections to
  * the control connection's host at the port the server gave. Returns 0 or a negative

@@ -34,6 +34,14 @@ static unsigned streams_for(const struct ftp *ftp, const struct job_opts *o, uin
         return n;
 }
 
+/* Whether a file of size bytes goes in MODE E over one connection kept across files: a
+ * small file of many (o->reuse), to a server that keeps them. The per-file PASV, connect,
+ * accept and close, and a server's wait to tell a MODE S end from a death, all go. */
+static bool kept_blocks(const struct ftp *ftp, const struct job_opts *o, uint64_t size)
+{
+        return o->reuse && ftp->feat.keep && size < o->block;
+}
+
 static struct ds_data_opts data_opts(const struct job_opts *o)
 {
         /* Socket buffers of one block: the sender can keep a whole block in flight. */
@@ -84,22 +92,24 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
         return rc < 0 ? rc : 0;
 }
 
-/* Data connections, then REST (right before the transfer command, as RFC 959 wants it)
- * and RETR or STOR. On failure the connections are closed. */
+/* Data connections (those kept from the last transfer, else new ones), then REST (right
+ * before the transfer command, as RFC 959 wants it) and RETR or STOR. On failure the
+ * connections are closed, or kept again when a refusal left them untouched. */
 static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
                          struct ds_xconn *conns, unsigned n, const struct ds_data_opts *dopts,
                          struct ds_error *err)
 {
-        int rc = ftp_passive(ftp, conns, n, dopts, err);
+        bool reused;
+        int rc = ftp_data_open(ftp, conns, n, dopts, &reused, err);
         if (rc < 0)
                 return rc;
         rc = rest(ftp, offset, err);
         if (rc == 0)
                 rc = start_transfer(ftp, verb, remote, err);
-        if (rc == 0)
+        if (rc == 0 && !reused)
                 rc = ftp_secure_data(ftp, conns, n, err);
         if (rc < 0)
-                ds_xconn_close_all(conns, n);
+                ftp_data_done(ftp, conns, n, reused && !ftp->broken && ftp->code >= 400);
         return rc;
 }
 
@@ -142,12 +152,19 @@ static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, struc
                      unsigned n, const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
                      struct ds_error *err)
 {
-        enum ds_xfer_mode mode = n > 1 ? DS_XFER_BLOCKS : DS_XFER_STREAM;
+        enum ds_xfer_mode mode = ftp->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
+        struct ds_xfer_opts sending = *xo;
+        if (mode == DS_XFER_BLOCKS && ftp->keep)
+                sending.flags |= DS_XFER_KEEP; /* the server keeps them after our EOD */
         int rc = receive ? ds_xfer_recv_conns(file, mode, conns, n, xo, result, err)
-                         : ds_xfer_send_conns(file, mode, conns, n, xo, result, err);
-        ds_xconn_close_all(conns, n); /* MODE S: this close is the end of the data */
+                         : ds_xfer_send_conns(file, mode, conns, n, &sending, result, err);
+        /* MODE S: this close is the end of the data. MODE E kept: EOD was. */
+        bool keep = rc == 0 && result->kept;
+        ftp_data_done(ftp, conns, n, keep);
         struct ds_error reply_err;
         int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
+        if (keep && reply < 0)
+                ftp_drop_kept(ftp); /* the server ended badly: it closes them */
         return rc < 0 ? rc : reply;
 }
 
@@ -324,7 +341,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         rc = ds_xfile_plain(&file, fd, size < o->block ? 0 : DS_XFILE_DIRECT, err);
         struct ds_data_opts dopts = data_opts(o);
         if (rc == 0)
-                rc = ftp_prepare(ftp, n, err);
+                rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, size), err);
         uint64_t start_ns = ds_now_ns();
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, err);
@@ -435,8 +452,9 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
         if (rc == 0) /* read through the cache: readahead beat O_DIRECT (xfile.c) */
                 rc = ds_xfile_plain(&file, fd, 0, err);
         if (rc == 0) {
-                rc = ftp_prepare(ftp, n, err);
-                if (rc == 0 && offset == 0)
+                rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, (uint64_t)st.st_size), err);
+                /* MODE S: the size tells the server where the end is; MODE E says it by EOF. */
+                if (rc == 0 && offset == 0 && ftp->mode == 'S')
                         ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
                 uint64_t start_ns = ds_now_ns();
                 if (rc == 0)
@@ -479,7 +497,7 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
         struct ds_xconn conn;
 
         dopts.sockbuf = 0;
-        int rc = ftp_prepare(ftp, 1, err);
+        int rc = ftp_prepare(ftp, 1, false, err);
         if (rc == 0)
                 rc = ftp_passive(ftp, &conn, 1, &dopts, err);
         if (rc < 0)
@@ -543,9 +561,9 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         if (rc == 0)
                 rc = ftp_data_clear(dst, err);
         if (rc == 0)
-                rc = ftp_prepare(src, n, err);
+                rc = ftp_prepare(src, n, false, err);
         if (rc == 0)
-                rc = ftp_prepare(dst, n, err);
+                rc = ftp_prepare(dst, n, false, err);
         if (rc == 0)
                 rc = ftp_passive_addr(dst, &addr, err);
         if (rc == 0)

@@ -30,6 +30,7 @@ struct job_opts {
         unsigned jobs;    /* -j: files at once, each over a control connection of its own */
         bool resume, verify, recursive;
         bool update; /* skip files whose size and time already match */
+        bool reuse;  /* one of many files: small ones go over a kept MODE E connection */
         bool no_sendfile;
         bool quiet; /* -q: no notices on stderr */
         int timeout_ms;

@@ -483,6 +483,7 @@ static void work(struct run *r, struct ftp *ftp)
         struct job_totals mine = {0};
         struct job_opts o = *j->o;
         struct ds_error ignored;
+        o.reuse = true;
         if (ds_pool_create(&o.pool, WORKER_BUFFER_SIZE < o.block ? WORKER_BUFFER_SIZE : o.block,
                            WORKER_BUFFERS, 0, &ignored) < 0)
                 o.pool = NULL; /* each file maps its own */
