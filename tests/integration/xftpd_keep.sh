@@ -1,0 +1,114 @@
+#!/bin/bash
+# MODE E KEEP (docs/xftp.md) from a raw client: without the OPTS every EOD says close; with
+# it, RETR and STOR after the first go over the same connection (125), their bytes whole;
+# bytes or a close on a kept connection between transfers end it (425), and PASV drops it.
+source "$(dirname "$0")/xftpd_lib.sh"
+make_store
+put_file a.bin 70001
+put_file b.bin 1234567
+port=16461
+start_xftpd "$port" -b 1M
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$work/root" <<'PY' || fail "MODE E KEEP"
+import socket, sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password, root = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5]
+files = {n: open(root + '/' + n, 'rb').read() for n in ('a.bin', 'b.bin')}
+
+def recv_exact(conn, n):
+    got = b''
+    while len(got) < n:
+        chunk = conn.recv(n - len(got))
+        assert chunk, 'the connection closed %d bytes into %d' % (len(got), n)
+        got += chunk
+    return got
+
+def receive(conn):
+    """A MODE E file over one connection: (bytes, the EOD's descriptor)."""
+    out = bytearray()
+    while True:
+        head = recv_exact(conn, 17)
+        desc, count, off = head[0], int.from_bytes(head[1:9], 'big'), int.from_bytes(head[9:], 'big')
+        if desc & 0x08:
+            assert count == 0, head
+            return bytes(out), desc
+        data = recv_exact(conn, count)
+        out[off:off + count] = data
+
+def gone(conn):
+    """Whether the server closed conn (a close over unread bytes is a reset)."""
+    try:
+        return conn.recv(1) == b''
+    except ConnectionResetError:
+        return True
+
+def send(conn, payload):
+    conn.sendall(bytes([0]) + len(payload).to_bytes(8, 'big') + (0).to_bytes(8, 'big') + payload)
+    conn.sendall(bytes([0x48]) + (0).to_bytes(8, 'big') + (1).to_bytes(8, 'big'))  # EOD|EOF
+
+c = Ctl(port)
+c.login(user, password)
+text = c.expect(211, 'FEAT')
+assert ' MODE E KEEP' in text, text
+for cmd in ('TYPE I', 'MODE E', 'OPTS RETR Parallelism=1'):
+    c.expect(200, cmd)
+[conn] = c.data('RETR a.bin')
+got, desc = receive(conn)
+assert got == files['a.bin'] and desc & 0x04, 'without OPTS MODE E KEEP: desc %#x' % desc
+c.expect(226)
+conn.close()
+print('ok without the OPTS, the EOD says close')
+
+c.expect(200, 'OPTS MODE E KEEP')
+[conn] = c.data('RETR a.bin')
+got, desc = receive(conn)
+assert got == files['a.bin'] and not desc & 0x04, 'desc %#x' % desc
+c.expect(226)
+for name in ('b.bin', 'a.bin'):
+    c.expect(125, 'RETR ' + name)
+    got, desc = receive(conn)
+    assert got == files[name] and not desc & 0x04, (name, len(got), desc)
+    c.expect(226)
+c.expect(125, 'STOR up.bin')
+send(conn, files['b.bin'])
+c.expect(226)
+assert open(root + '/up.bin', 'rb').read() == files['b.bin']
+c.expect(125, 'RETR up.bin')
+got, _ = receive(conn)
+assert got == files['b.bin']
+c.expect(226)
+print('ok with it, RETR, STOR, RETR go over the one kept connection, bytes whole')
+
+c.expect(550, 'RETR missing.bin')
+c.expect(125, 'RETR a.bin')
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+print('ok a refused RETR leaves the kept connection for the next')
+
+conn.sendall(b'junk')
+c.expect(425, 'RETR a.bin')
+assert gone(conn), 'the kept connection stayed open after junk'
+print('ok bytes on a kept connection between transfers end it: 425')
+
+[conn] = c.data('RETR a.bin')
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+conn.close()
+c.expect(425, 'RETR a.bin')
+print('ok a kept connection the client closed: 425')
+
+[conn] = c.data('RETR a.bin')
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+[fresh] = c.data('RETR b.bin')
+assert receive(fresh)[0] == files['b.bin']
+c.expect(226)
+assert gone(conn), 'PASV left the old kept connection open'
+print('ok EPSV drops the kept connection and the transfer takes the new one')
+c.expect(200, 'MODE S')
+c.expect(425, 'RETR a.bin')
+print('ok MODE S drops it too')
+c.expect(221, 'QUIT')
+PY
+pass "MODE E KEEP: connections kept only when asked, checked before reuse, dropped by PASV"
+log_clean
