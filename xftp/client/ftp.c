@@ -384,7 +384,7 @@ static int type_binary(struct ftp *ftp, struct ds_error *err)
 
 void ftp_drop_kept(struct ftp *ftp)
 {
-        ds_xconn_close_all(ftp->kept, ftp->kept_n);
+        ds_xconn_drop_all(ftp->kept, ftp->kept_n); /* the server waits for commands */
         ftp->kept_n = 0;
 }
 

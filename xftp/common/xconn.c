@@ -99,3 +99,15 @@ void ds_xconn_close_all(struct ds_xconn *conns, unsigned n)
         for (unsigned i = 0; i < n; i++)
                 ds_xconn_close(&conns[i]);
 }
+
+void ds_xconn_drop_all(struct ds_xconn *conns, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++) {
+                struct ds_xconn *c = &conns[i];
+                if (c->fd >= 0 && c->ops->drop)
+                        c->ops->drop(c);
+                else if (c->fd >= 0)
+                        close(c->fd);
+                ds_xconn_none(c);
+        }
+}

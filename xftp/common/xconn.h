@@ -35,6 +35,8 @@ struct ds_xconn_ops {
         /* Ends the connection (TLS: its close_notify first) and closes the socket. Returns 0
          * or a negative errno of the close. */
         int (*close)(struct ds_xconn *c);
+        /* May be NULL (a plain close then): closes at once, no goodbye sent or awaited. */
+        void (*drop)(struct ds_xconn *c);
 };
 
 /* One connection. fd stays the socket, for poll() and socket options. */
@@ -79,5 +81,10 @@ int ds_xconn_write_all(struct ds_xconn *c, const void *buf, size_t len, int time
 int ds_xconn_close(struct ds_xconn *c);
 /* Closes conns[0..n-1]. */
 void ds_xconn_close_all(struct ds_xconn *conns, unsigned n);
+/* Closes conns[0..n-1] at once, without the goodbyes of a close (TLS's close_notify, and
+ * the wait for the peer's end): for connections that carry nothing the peer still waits
+ * for, as MODE E connections kept between two transfers. A peer that waits for its next
+ * command, not for them, would make a close wait its whole deadline. */
+void ds_xconn_drop_all(struct ds_xconn *conns, unsigned n);
 
 #endif

@@ -334,12 +334,19 @@ static int tls_close(struct ds_xconn *c)
         return close(c->fd) < 0 ? -errno : 0;
 }
 
+static void tls_drop(struct ds_xconn *c)
+{
+        tls_conn_free(c->impl);
+        close(c->fd);
+}
+
 static const struct ds_xconn_ops tls_user_ops = {
     .name = "tls",
     .sendv = tls_sendv,
     .recv = tls_recv,
     .pending = tls_pending,
     .close = tls_close,
+    .drop = tls_drop,
 };
 
 static const struct ds_xconn_ops tls_kernel_ops = {
@@ -349,6 +356,7 @@ static const struct ds_xconn_ops tls_kernel_ops = {
     .sendfile = tls_sendfile,
     .pending = tls_pending,
     .close = tls_close,
+    .drop = tls_drop,
 };
 
 bool ds_tls_on(const struct ds_xconn *c)

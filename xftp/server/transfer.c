@@ -40,7 +40,7 @@ static void forget_data(struct session *s)
 
 void xfer_drop_kept(struct session *s)
 {
-        ds_xconn_close_all(s->kept, s->kept_n);
+        ds_xconn_drop_all(s->kept, s->kept_n); /* the client waits for replies */
         s->kept_n = 0;
 }
 
