@@ -66,7 +66,11 @@ struct pipeline {
         unsigned net_running;                      /* receiving: threads still reading */
         struct ds_modee_end end;
         atomic_bool closing; /* receiving MODE E: an EOD said the sender closes */
-        int failed;          /* first negative errno, with its message in err */
+        /* Receiving one small piece: the receiving thread writes each piece itself. */
+        bool inline_write;
+        struct ds_ranges *arrived;
+        struct ds_xfer_result *result;
+        int failed; /* first negative errno, with its message in err */
         struct ds_error err;
         _Atomic uint64_t last_progress_ns;
 };
@@ -394,6 +398,8 @@ static void *send_thread(void *arg)
         return NULL;
 }
 
+static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err);
+
 /* MODE E: one block's payload, read in pieces of at most a buffer each. */
 static int recv_payload(const struct net_thread *t, const struct ds_modee_block *block,
                         struct ds_error *err)
@@ -413,8 +419,8 @@ static int recv_payload(const struct net_thread *t, const struct ds_modee_block 
                 rc = recv_full(pl, conn, buf, len, false, &got, err);
                 if (rc == 0) {
                         count(pl, t->index, len);
-                        rc = push_piece(pl, &pl->to_disk,
-                                        (struct piece){buf, len, block->offset + done, false}, err);
+                        rc =
+                            deliver(pl, (struct piece){buf, len, block->offset + done, false}, err);
                 }
                 if (rc < 0) {
                         give_free(pl, buf);
@@ -493,8 +499,7 @@ static int recv_stream(const struct net_thread *t, struct ds_error *err)
                 }
                 if (rc == 0 && got > 0) {
                         count(pl, t->index, got);
-                        rc = push_piece(pl, &pl->to_disk, (struct piece){buf, got, offset, false},
-                                        err);
+                        rc = deliver(pl, (struct piece){buf, got, offset, false}, err);
                 }
                 if (rc < 0 || got == 0) {
                         give_free(pl, buf);
@@ -848,7 +853,7 @@ uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, uns
  * not known: the file may grow while it is read). */
 static bool one_piece(const struct pipeline *pl)
 {
-        return pl->opts->length < pl->block && pipeline_depth(pl->opts, pl->n) >= 2;
+        return pl->opts->length <= pl->block && pipeline_depth(pl->opts, pl->n) >= 2;
 }
 
 int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
@@ -913,6 +918,21 @@ static int written(struct pipeline *pl, struct ds_ranges *arrived, const struct 
                         o->on_prefix(result->prefix_end, o->prefix_ctx);
         }
         return 0;
+}
+
+/* A piece received: to the disk side, or written here when receiving inline. On failure
+ * the buffer is still the caller's. */
+static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err)
+{
+        if (!pl->inline_write)
+                return push_piece(pl, &pl->to_disk, piece, err);
+        int rc = pl->file->ops->write_at(pl->file, piece.buf, piece.len, piece.offset);
+        if (rc < 0)
+                return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
+        rc = written(pl, pl->arrived, &piece, pl->result, err);
+        if (rc == 0)
+                give_free(pl, piece.buf);
+        return rc;
 }
 
 /* The disk side of receiving: writes each piece at its offset until every network thread
@@ -999,14 +1019,25 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                 return rc;
         }
         pl.net_running = n;
-        rc = start_threads(&pl, threads, recv_thread, &started, err);
-        if (rc < 0) {
-                pthread_mutex_lock(&pl.lock);
-                pl.net_running = started;
-                pthread_mutex_unlock(&pl.lock);
+        uint64_t room = opts->limit > opts->offset ? opts->limit - opts->offset : 0;
+        if (n == 1 && !file->ops->start_io && opts->limit != UINT64_MAX && room <= pl.block) {
+                /* A small file of a known size: received and written by this thread, as a
+                 * one-piece send is sent (no thread, no hand-over per file). */
+                pl.inline_write = true;
+                pl.arrived = &arrived;
+                pl.result = result;
+                threads[0] = (struct net_thread){.pl = &pl, .index = 0};
+                recv_thread(&threads[0]);
+        } else {
+                rc = start_threads(&pl, threads, recv_thread, &started, err);
+                if (rc < 0) {
+                        pthread_mutex_lock(&pl.lock);
+                        pl.net_running = started;
+                        pthread_mutex_unlock(&pl.lock);
+                }
+                if (rc == 0)
+                        rc = write_side(&pl, &arrived, result, err);
         }
-        if (rc == 0)
-                rc = write_side(&pl, &arrived, result, err);
         if (rc < 0 && rc != -ECANCELED)
                 fail(&pl, rc, err);
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
