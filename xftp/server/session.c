@@ -1,6 +1,7 @@
 /* A session's control connection: reading lines with deadlines, login, and the commands
  * that move no data. transfer.c has the ones that do. */
 #include "session.h"
+#include "watch.h"
 
 #include "ftps.h"
 #include "throttle.h"
@@ -744,6 +745,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
         xfer_reset(s);
         xfer_drop_kept(s);
         xfer_free_lent(s);
+        watch_free(s);
         ds_store_close(s->own_store);
         if (s->live)
                 ds_live_close(s->live);

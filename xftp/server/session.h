@@ -21,6 +21,7 @@
 struct ds_live;
 struct ds_shared_budget;
 struct ds_pool;
+struct watch;
 struct ds_tls;
 struct xftpd_users;
 
@@ -95,6 +96,7 @@ struct session {
         struct ds_pool *lend; /* buffers lent to each transfer they fit, taken from the
                                * memory budget once: a small file maps none of its own */
         bool lend_tried;
+        struct watch *watch;       /* the watcher thread, made at the first transfer (watch.h) */
         struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
         bool epsv_all;
         bool pbsz;   /* PBSZ 0 came after AUTH TLS */

@@ -5,6 +5,7 @@
 #include "session.h"
 
 #include "ftps.h"
+#include "watch.h"
 
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
@@ -17,11 +18,9 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,104 +227,6 @@ static int open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool
         return rc;
 }
 
-/* The watcher: reads the control connection while data moves. ABOR stops the transfer;
- * other commands wait in s->in for their turn; a hang-up or SIGTERM stops it too. */
-struct watch {
-        struct session *s;
-        atomic_bool done;
-        int wake; /* an eventfd: watch_stop ends the watcher's poll at once, so the 226 of
-                   * every transfer waits for no slice */
-        pthread_t thread;
-};
-
-/* Takes every ABOR line out of s->in. Returns whether there was one. */
-static bool take_abor(struct session *s)
-{
-        struct xftpd_cmd *cmd = malloc(sizeof(*cmd));
-        const char *refusal;
-        bool found = false;
-        size_t at = 0;
-
-        while (cmd && at < s->in_used) {
-                char *lf = memchr(s->in + at, '\n', s->in_used - at);
-                if (!lf)
-                        break;
-                size_t len = (size_t)(lf - (s->in + at)) + 1;
-                if (xftpd_cmd_parse(s->in + at, len, cmd, &refusal) == 0 && cmd->verb == V_ABOR) {
-                        memmove(s->in + at, s->in + at + len, s->in_used - at - len);
-                        s->in_used -= len;
-                        found = true;
-                        continue;
-                }
-                at += len;
-        }
-        free(cmd);
-        return found;
-}
-
-/* Takes any ABOR out of s->in and, if there was one, stops the transfer. */
-static void watch_abor(struct session *s)
-{
-        if (take_abor(s)) {
-                atomic_store(&s->aborted, true);
-                atomic_store(&s->xfer_stop, true);
-        }
-}
-
-static void *watch_run(void *arg)
-{
-        struct watch *w = arg;
-        struct session *s = w->s;
-
-        watch_abor(s); /* an ABOR may have come in the same read as the command it cuts */
-        while (!atomic_load(&w->done)) {
-                if (ds_stopping())
-                        atomic_store(&s->xfer_stop, true);
-                bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
-                struct pollfd pfd[2] = {{.fd = s->ctl.fd, .events = room ? POLLIN : 0},
-                                        {.fd = w->wake, .events = POLLIN}};
-                bool held = room && s->ctl.ops->pending && s->ctl.ops->pending(&s->ctl) > 0;
-                if (!held &&
-                    (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))))
-                        continue;
-                ssize_t got = ds_xconn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used,
-                                            MSG_DONTWAIT);
-                if (got == -EINTR || got == -EAGAIN)
-                        continue;
-                if (got <= 0) {
-                        atomic_store(&s->ctl_gone, true);
-                        atomic_store(&s->xfer_stop, true);
-                        continue;
-                }
-                s->in_used += (size_t)got;
-                watch_abor(s);
-        }
-        return NULL;
-}
-
-static int watch_start(struct watch *w, struct session *s)
-{
-        w->s = s;
-        atomic_store(&w->done, false);
-        atomic_store(&s->xfer_stop, false);
-        atomic_store(&s->aborted, false);
-        w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (w->wake < 0)
-                return -errno;
-        int rc = pthread_create(&w->thread, NULL, watch_run, w);
-        if (rc != 0)
-                close(w->wake);
-        return -rc;
-}
-
-static void watch_stop(struct watch *w)
-{
-        atomic_store(&w->done, true);
-        eventfd_write(w->wake, 1); /* were it to fail, the poll's slice ends the watcher */
-        pthread_join(w->thread, NULL);
-        close(w->wake);
-}
-
 /* Replies for a transfer cut short, and for the ABOR that cut it. */
 static void reply_cut(struct session *s, int rc, const char *why)
 {
@@ -494,7 +395,6 @@ static int run_job(struct session *s, struct job *job)
         struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
         unsigned n = s->mode == 'E' ? s->streams : 1;
         enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
-        struct watch w;
 
         job->opts.block = s->config->block;
         /* TLS in user space cannot sendfile: budget for buffers, whatever the kernel does. */
@@ -507,7 +407,7 @@ static int run_job(struct session *s, struct job *job)
         job->opts.flags = flags;
         if (!budget_take(s, need))
                 return -ENOMEM;
-        int rc = watch_start(&w, s);
+        int rc = watch_begin(s);
         if (rc < 0) {
                 budget_give(s, need);
                 session_reply(s, "451 Cannot start the transfer.");
@@ -550,7 +450,7 @@ static int run_job(struct session *s, struct job *job)
                 if (rc == 0 && job->upload && mode == DS_XFER_STREAM && !allo_reached(s, job))
                         await_hangup(s);
         }
-        watch_stop(&w);
+        watch_end(s);
         budget_give(s, need);
         return rc;
 }
@@ -802,7 +702,6 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
 {
         char path[DS_STORE_PATH_MAX];
         struct lister *l = calloc(1, sizeof(*l));
-        struct watch w;
         struct ds_xconn conn;
 
         const char *name = verb == V_LIST || verb == V_NLST ? skip_ls_options(arg) : arg;
@@ -811,7 +710,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                 rc = ds_store_stat(s->store, path, &(struct ds_store_stat){0});
         if (rc < 0) {
                 session_reply_errno(s, rc, name);
-        } else if (watch_start(&w, s) == 0) {
+        } else if (watch_begin(s) == 0) {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
                 bool reused;
                 if (open_data(s, &conn, 1, false, &reused) == 0) {
@@ -828,7 +727,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                         else
                                 reply_cut(s, rc, strerror(-rc));
                 }
-                watch_stop(&w);
+                watch_end(s);
         }
         free(l);
         xfer_reset(s);
@@ -880,16 +779,15 @@ static void run_hash(struct session *s, struct ds_xfile *xfile, const char *arg,
 {
         char hex[DS_HASH_HEX_MAX];
         struct ds_error err;
-        struct watch w;
         uint64_t end = 0;
 
-        if (watch_start(&w, s) < 0) {
+        if (watch_begin(s) < 0) {
                 session_reply(s, "451 Cannot start the hash.");
                 return;
         }
         int rc = ds_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
                               hex, &end, &err);
-        watch_stop(&w);
+        watch_end(s);
         reply_hash(s, rc, arg, start, end, hex, &err);
 }
 
