@@ -1,13 +1,17 @@
 /* xftp/client/listing.c: a server's text reaches the terminal without a byte a terminal
- * acts on, and whole UTF-8 characters reach it unchanged. */
+ * acts on, and whole UTF-8 characters reach it unchanged; listings give each entry's
+ * facts, and times as MDTM spells them are read and written in UTC. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "listing.h"
 
@@ -76,6 +80,69 @@ static void test_show_replaces_broken_utf8(void **state)
         expect_shown("\xf5\x80\x80\x80", false, "????");
 }
 
+static void test_mlsd_line_gives_type_size_and_time(void **state)
+{
+        (void)state;
+        char line[] = "type=file;size=65536;modify=20240301123456.789;perm=r; data.h5\r";
+        char *name;
+        struct listing_facts facts;
+        assert_true(listing_entry(line, true, &name, &facts));
+        assert_string_equal(name, "data.h5");
+        assert_false(facts.is_dir);
+        assert_int_equal(facts.size, 65536);
+        assert_string_equal(facts.modified, "20240301123456.789");
+
+        char dir[] = "Type=dir;Modify=20240301123456; sub";
+        assert_true(listing_entry(dir, true, &name, &facts));
+        assert_true(facts.is_dir);
+        assert_int_equal(facts.size, UINT64_MAX); /* not named */
+}
+
+static void test_mlsd_facts_are_matched_whole(void **state)
+{
+        (void)state;
+        char *name;
+        struct listing_facts facts;
+        /* a fact whose name merely ends in "type", and a size that is no number */
+        char odd[] = "media-type=file;size=12x;modify=2024; x";
+        assert_false(listing_entry(odd, true, &name, &facts));
+        char cdir[] = "type=cdir;size=4096; .";
+        assert_false(listing_entry(cdir, true, &name, &facts));
+        char nosize[] = "type=file;size=; y";
+        assert_true(listing_entry(nosize, true, &name, &facts));
+        assert_int_equal(facts.size, UINT64_MAX);
+        assert_string_equal(facts.modified, "");
+}
+
+static void test_list_line_gives_the_size(void **state)
+{
+        (void)state;
+        char line[] = "-rw-r--r--   1 ftp  ftp   123456 Nov 23 19:00 name with spaces";
+        char *name;
+        struct listing_facts facts;
+        assert_true(listing_entry(line, false, &name, &facts));
+        assert_string_equal(name, "name with spaces");
+        assert_int_equal(facts.size, 123456);
+        assert_string_equal(facts.modified, ""); /* LIST names no exact time */
+}
+
+static void test_times_are_utc_both_ways(void **state)
+{
+        (void)state;
+        struct timespec when;
+        char out[LISTING_TIME_MAX];
+        assert_int_equal(listing_time_parse("19700101000001", &when), 0);
+        assert_int_equal(when.tv_sec, 1);
+        assert_int_equal(listing_time_parse("20240301123456.5", &when), 0);
+        assert_int_equal(when.tv_sec, 1709296496);
+        assert_int_equal(when.tv_nsec, 500000000);
+        listing_time_format(&when, out, sizeof(out));
+        assert_string_equal(out, "20240301123456");
+        assert_int_equal(listing_time_parse("20241301000000", &when), -EINVAL); /* month 13 */
+        assert_int_equal(listing_time_parse("2024030112", &when), -EINVAL);     /* too short */
+        assert_int_equal(listing_time_parse("19691231235959", &when), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -83,6 +150,10 @@ int main(void)
             cmocka_unit_test(test_show_replaces_c1_controls_in_every_form),
             cmocka_unit_test(test_show_keeps_whole_utf8_characters),
             cmocka_unit_test(test_show_replaces_broken_utf8),
+            cmocka_unit_test(test_mlsd_line_gives_type_size_and_time),
+            cmocka_unit_test(test_mlsd_facts_are_matched_whole),
+            cmocka_unit_test(test_list_line_gives_the_size),
+            cmocka_unit_test(test_times_are_utc_both_ways),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
