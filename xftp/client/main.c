@@ -219,37 +219,6 @@ static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct
                         cli->job.stop, &cli->tls, err);
 }
 
-/* Every copy of secret in text (a buffer of size bytes) as "***": a server may quote a
- * password back, and no error line repeats one. A password of under four bytes is hidden
- * where it stands as a word only, or "p" would take every p out of the message. "***" may
- * be longer than what it hides: a tail that would no longer fit is dropped. */
-static void hide_secret(char *text, size_t size, const char *secret)
-{
-        size_t len = strlen(secret);
-        char *at = text;
-
-        while (len > 0 && (at = strstr(at, secret))) {
-                bool word = (at == text || !isalnum((unsigned char)at[-1])) &&
-                            !isalnum((unsigned char)at[len]);
-                if (len < 4 && !word) {
-                        at++;
-                        continue;
-                }
-                size_t before = (size_t)(at - text);
-                if (before + 4 > size) { /* not even "***" fits: end the text here */
-                        *at = '\0';
-                        break;
-                }
-                size_t tail = strlen(at + len), room = size - before - 4;
-                if (tail > room)
-                        tail = 0; /* a cut tail could end in part of the secret */
-                memmove(at + 3, at + len, tail);
-                at[3 + tail] = '\0';
-                memcpy(at, "***", 3);
-                at += 3;
-        }
-}
-
 /* The progress bar: one line redrawn four times a second on the terminal. */
 struct progress {
         pthread_t thread;
@@ -417,7 +386,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         ds_live_set_peer(cli->live, a.host);
         rc = login(&ftp, &a, cli, err);
         if (rc < 0) {
-                hide_secret(err->text, sizeof(err->text), a.pass);
+                url_hide_secret(err->text, sizeof(err->text), a.pass);
                 goto out;
         }
         struct tree_login more = {.host = a.host,
@@ -450,9 +419,9 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         t->tls_kernel = ftp.data_kernel;
         ftp_close(&ftp);
         if (rc < 0) {
-                hide_secret(err->text, sizeof(err->text), a.pass);
+                url_hide_secret(err->text, sizeof(err->text), a.pass);
                 if (strcmp(op, "cp") == 0)
-                        hide_secret(err->text, sizeof(err->text), b.pass);
+                        url_hide_secret(err->text, sizeof(err->text), b.pass);
         }
 out:
         for (int i = 0; i < npaths; i++)

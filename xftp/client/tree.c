@@ -25,6 +25,7 @@
 
 #include "listing.h"
 #include "part.h"
+#include "url.h"
 
 #define PATH_ROOM 4096
 /* What the listings of a tree may cost: those held at once down a path of nested
@@ -54,7 +55,8 @@ struct plan {
 
 /* The sources of one job, and where they go. */
 struct job {
-        struct ftp *ftp; /* the first control connection: the plan is made on it */
+        struct ftp *ftp;  /* the first control connection: the plan is made on it */
+        const char *pass; /* hidden in every failure named */
         const struct job_opts *o;
         struct plan plan;
 };
@@ -561,6 +563,7 @@ static int run_plan(struct job *j, const struct tree_login *login, bool get, str
         part_batch_free(&r.batch);
         t->seconds = ds_seconds_between(start_ns, ds_now_ns());
         if (r.refused > 0 && !j->o->quiet) {
+                url_hide_secret(r.refused_why, sizeof(r.refused_why), login->pass);
                 fprintf(stderr, "xftp: %u of %u connections refused (", r.refused, jobs);
                 listing_show(stderr, r.refused_why, strlen(r.refused_why), false);
                 fputs("): fewer files at once\n", stderr);
@@ -584,6 +587,9 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
         t->failed = p->failed;
         if (p->failed == 0)
                 return rc;
+        for (unsigned i = 0; i < p->failed && i < FAILURES_SHOWN; i++)
+                if (p->failures[i]) /* a server may quote the password back */
+                        url_hide_secret(p->failures[i], strlen(p->failures[i]) + 1, j->pass);
         for (unsigned i = 0; p->failed > 1 && i < p->failed && i < FAILURES_SHOWN; i++) {
                 fputs("xftp: failed: ", stderr);
                 listing_show(stderr, p->failures[i], strlen(p->failures[i]), false);
@@ -602,9 +608,10 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
                        p->count);
 }
 
-static void job_init(struct job *j, struct ftp *ftp, const struct job_opts *o)
+static void job_init(struct job *j, struct ftp *ftp, const struct tree_login *login,
+                     const struct job_opts *o)
 {
-        *j = (struct job){.ftp = ftp, .o = o};
+        *j = (struct job){.ftp = ftp, .pass = login->pass, .o = o};
         pthread_mutex_init(&j->plan.lock, NULL);
 }
 
@@ -650,7 +657,7 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
         bool many = nsources > 1 || has_glob(sources[0]);
         char to[PATH_ROOM];
 
-        job_init(&j, ftp, o);
+        job_init(&j, ftp, login, o);
         if (!many) {
                 const char *path = sources[0];
                 bool dir = o->recursive && remote_is_dir(&j, path);
@@ -713,7 +720,7 @@ int tree_put(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                                                  err);
                 }
         }
-        job_init(&j, ftp, o);
+        job_init(&j, ftp, login, o);
         if (!many) /* a directory's files go into dest */
                 return finish(&j, login, false, plan_local_dir(&j, sources[0], dest, 0), t, err);
         struct ds_error mine;

@@ -1,6 +1,7 @@
 /* URL parsing, ~/.netrc and the password prompt. */
 #include "url.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -277,4 +278,35 @@ void url_show(const char *text, char *out, size_t room)
                 snprintf(out, room, "%.*s:***%s", (int)(colon - text), text, at);
         else
                 snprintf(out, room, "%s", text);
+}
+
+/* Every copy of secret in text (a buffer of size bytes) as "***": a server may quote a
+ * password back, and no error line repeats one. A password of under four bytes is hidden
+ * where it stands as a word only, or "p" would take every p out of the message. "***" may
+ * be longer than what it hides: a tail that would no longer fit is dropped. */
+void url_hide_secret(char *text, size_t size, const char *secret)
+{
+        size_t len = strlen(secret);
+        char *at = text;
+
+        while (len > 0 && (at = strstr(at, secret))) {
+                bool word = (at == text || !isalnum((unsigned char)at[-1])) &&
+                            !isalnum((unsigned char)at[len]);
+                if (len < 4 && !word) {
+                        at++;
+                        continue;
+                }
+                size_t before = (size_t)(at - text);
+                if (before + 4 > size) { /* not even "***" fits: end the text here */
+                        *at = '\0';
+                        break;
+                }
+                size_t tail = strlen(at + len), room = size - before - 4;
+                if (tail > room)
+                        tail = 0; /* a cut tail could end in part of the secret */
+                memmove(at + 3, at + len, tail);
+                at[3 + tail] = '\0';
+                memcpy(at, "***", 3);
+                at += 3;
+        }
 }

@@ -34,6 +34,10 @@ int url_parse(const char *text, struct url *out);
  * ftp(1)), or -ENOTTY when a user's password was nowhere; err says which. */
 int url_credentials(struct url *url, const char *netrc, bool may_prompt, struct ds_error *err);
 
+/* Every copy of secret in text (a buffer of size bytes) as "***": a server may quote a
+ * password back, and no error line repeats one. */
+void url_hide_secret(char *text, size_t size, const char *secret);
+
 /* text (a URL as typed) into out, its password, if any, shown as "***". */
 void url_show(const char *text, char *out, size_t room);
 
