@@ -229,6 +229,29 @@ static int plan_remote_entry(struct job *j, const char *remote, const char *loca
         return plan_remote_dir(j, remote, local, depth + 1);
 }
 
+/* The entries of a listing of the remote directory dir (those whose names match pattern,
+ * or all when it is NULL) into the plan, each to local/NAME; *matched counts them. */
+static int plan_entries(struct job *j, char *text, const char *dir, const char *local,
+                        const char *pattern, unsigned depth, unsigned *matched)
+{
+        char *save;
+        int rc = 0;
+        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+             line = strtok_r(NULL, "\n", &save)) {
+                char *name, r[PATH_ROOM], l[PATH_ROOM];
+                struct listing_facts facts;
+                if (!listing_entry(line, j->ftp->feat.mlst, &name, &facts) ||
+                    (pattern && fnmatch(pattern, name, 0) != 0))
+                        continue;
+                (*matched)++;
+                if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), local, name) < 0)
+                        plan_fail(&j->plan, dir, "a name too long to copy");
+                else
+                        rc = plan_remote_entry(j, r, l, &facts, depth);
+        }
+        return rc;
+}
+
 /* Walks the remote directory into the plan, making the local directories. Failures below
  * are remembered; a negative errno only for what ends the job. */
 static int plan_remote_dir(struct job *j, const char *remote, const char *local, unsigned depth)
@@ -248,19 +271,8 @@ static int plan_remote_dir(struct job *j, const char *remote, const char *local,
                 plan_fail(&j->plan, remote, err.text);
                 return ends_job(j, j->ftp) || rc == -EFBIG ? rc : 0;
         }
-        char *save;
-        bool mlsd = j->ftp->feat.mlst;
-        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
-             line = strtok_r(NULL, "\n", &save)) {
-                char *name, r[PATH_ROOM], l[PATH_ROOM];
-                struct listing_facts facts;
-                if (!listing_entry(line, mlsd, &name, &facts))
-                        continue;
-                if (join(r, sizeof(r), remote, name) < 0 || join(l, sizeof(l), local, name) < 0)
-                        plan_fail(&j->plan, remote, "a name too long to copy");
-                else
-                        rc = plan_remote_entry(j, r, l, &facts, depth);
-        }
+        unsigned matched = 0;
+        rc = plan_entries(j, text, remote, local, NULL, depth, &matched);
         j->plan.held -= len;
         free(text);
         return rc;
@@ -281,20 +293,7 @@ static int plan_remote_glob(struct job *j, const char *path, const char *dest)
                 plan_fail(&j->plan, path, err.text);
                 return ends_job(j, j->ftp) ? rc : 0;
         }
-        char *save;
-        bool mlsd = j->ftp->feat.mlst;
-        for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
-             line = strtok_r(NULL, "\n", &save)) {
-                char *name, r[PATH_ROOM], l[PATH_ROOM];
-                struct listing_facts facts;
-                if (!listing_entry(line, mlsd, &name, &facts) || fnmatch(pattern, name, 0) != 0)
-                        continue;
-                matched++;
-                if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), dest, name) < 0)
-                        plan_fail(&j->plan, path, "a name too long to copy");
-                else
-                        rc = plan_remote_entry(j, r, l, &facts, 0);
-        }
+        rc = plan_entries(j, text, dir, dest, pattern, 0, &matched);
         j->plan.held -= len;
         free(text);
         if (rc == 0 && matched == 0)
