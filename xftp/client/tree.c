@@ -602,9 +602,10 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
         if (rc < 0) /* the job's end says it; the failures above say what it left */
                 return rc;
         if (first[0])
-                return ds_fail(err, -EIO, "%s (%u of %zu files copied)", first, t->files, p->count);
-        return ds_fail(err, -EIO, "%u failed, %u of %zu files copied", p->failed, t->files,
-                       p->count);
+                ds_fail(err, 0, "%s (%u of %zu files copied)", first, t->files, p->count);
+        else
+                ds_fail(err, 0, "%u failed, %u of %zu files copied", p->failed, t->files, p->count);
+        return -EIO;
 }
 
 static void job_init(struct job *j, struct ftp *ftp, const struct tree_login *login,
@@ -667,7 +668,13 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                                 return ds_fail(err, 0, "%s names a directory: use -r",
                                                *path ? path : "/"),
                                        -EISDIR;
-                        return transfer_get_file(ftp, path, to, NULL, NULL, o, t, err);
+                        int rc = transfer_get_file(ftp, path, to, NULL, NULL, o, t, err);
+                        struct listing_facts facts;
+                        struct ds_error ignored;
+                        if (rc == -ENOENT && ftp->feat.mlst &&
+                            ftp_mlst(ftp, path, &facts, &ignored) == 0 && facts.is_dir)
+                                rc = (ds_fail(err, 0, "%s is a directory: use -r", path), -EISDIR);
+                        return rc;
                 }
                 return finish(&j, login, true, plan_remote_dir(&j, path, to, 0), t, err);
         }
