@@ -573,8 +573,8 @@ static int run_plan(struct job *j, const struct tree_login *login, bool get, str
                 plan_fail(&j->plan, j->plan.items[i].remote, "not copied: no connection left");
         pthread_mutex_destroy(&r.lock);
         if (stopping(j->o))
-                return ds_fail(err, -EINTR, "stopped: %u of %zu files copied", t->files,
-                               j->plan.count);
+                return ds_fail(err, 0, "stopped: %u of %zu files copied", t->files, j->plan.count),
+                       -EINTR;
         return 0;
 }
 
@@ -636,7 +636,7 @@ static int finish(struct job *j, const struct tree_login *login, bool get, int r
         if (rc == 0)
                 rc = run_plan(j, login, get, t, err);
         else if (stopping(j->o))
-                rc = ds_fail(err, -EINTR, "stopped while listing: nothing copied");
+                rc = (ds_fail(err, 0, "stopped while listing: nothing copied"), -EINTR);
         else if (j->plan.failed > 0 && j->plan.failed <= FAILURES_SHOWN) {
                 /* what ended the walk was remembered last: it is the job's error */
                 char *last = j->plan.failures[--j->plan.failed];
