@@ -1,0 +1,135 @@
+#!/bin/bash
+# xftp with trees: several files at once (-j), modification times kept both ways,
+# --update that moves only what changed, a copy that goes on past a file it cannot read,
+# globs and several sources.
+. "$(dirname "$0")/xftp_lib.sh"
+command -v jq >/dev/null || fail "jq is not installed"
+
+root=$work/xs
+start_xftpd 2130 "$root"
+url=ftp://bob:secret@127.0.0.1:2130
+cd "$work"
+
+# times DIR: "path mtime" of every file below DIR, sorted.
+times() {
+	(cd "$1" && find . -type f -printf '%p %T@\n' | sed 's/\.[0-9]*$//' | sort)
+}
+# stamps DIR: "path inode ctime" of every file: a file rewritten or replaced changes them.
+stamps() {
+	(cd "$1" && find . -type f -printf '%p %i %C@\n' | sort)
+}
+
+# The tree: 200 files in four directories, one of them larger than a block (-b 1M), with
+# times of their own in the past.
+for d in a b c d; do
+	mkdir -p "$root/tree/$d"
+	for i in $(seq 1 50); do
+		make_file "$root/tree/$d/f$i" $((i * 997))
+		touch -d "2024-0$((RANDOM % 9 + 1))-1$((RANDOM % 9)) 12:34:5$((RANDOM % 10))" "$root/tree/$d/f$i"
+	done
+done
+make_file "$root/tree/a/f1" $((3 * 1048576 + 5))
+touch -d '2023-05-06 07:08:09' "$root/tree/a/f1"
+chown -R nobody "$root"
+
+"$xftp" --json -b 1M -r get $url/tree "$work/got" >"$work/json"
+diff -r "$root/tree" "$work/got" >/dev/null || fail "-r get: the copy differs"
+jq -e '.files == 200 and .failed == 0' "$work/json" >/dev/null || fail "-r get: $(cat "$work/json")"
+pass "-r get of 200 files in 4 directories gives the same tree"
+[ "$(times "$root/tree")" = "$(times "$work/got")" ] || fail "-r get: times differ: $(diff <(times "$root/tree") <(times "$work/got") | head -4)"
+pass "-r get keeps every file's modification time"
+[ -z "$(find "$work/got" -name '.*xftp-part')" ] || fail "-r get left partial files"
+
+before=$(stamps "$work/got")
+"$xftp" --json -r --update get $url/tree "$work/got" >"$work/json"
+jq -e '.files == 0 and .skipped == 200 and .bytes == 0' "$work/json" >/dev/null ||
+	fail "--update get of an unchanged tree: $(cat "$work/json")"
+[ "$before" = "$(stamps "$work/got")" ] || fail "--update get rewrote files"
+pass "--update get of an unchanged tree moves and rewrites nothing"
+
+# One file changed on the server, its size kept: only it comes again.
+make_file "$root/tree/c/f7" $((7 * 997))
+chown nobody "$root/tree/c/f7"
+"$xftp" --json -r -u get $url/tree "$work/got" >"$work/json"
+jq -e '.files == 1 and .skipped == 199' "$work/json" >/dev/null || fail "--update after a change: $(cat "$work/json")"
+diff -r "$root/tree" "$work/got" >/dev/null || fail "--update after a change: the copy differs"
+pass "--update get fetches only the file that changed on the server"
+
+# Up: the local tree to a new directory, times kept there; again with --update: nothing.
+"$xftp" --json -r put "$work/got" $url/up >"$work/json"
+jq -e '.files == 200 and .failed == 0' "$work/json" >/dev/null || fail "-r put: $(cat "$work/json")"
+diff -r "$work/got" "$root/up" >/dev/null || fail "-r put: the server's copy differs"
+[ "$(times "$work/got")" = "$(times "$root/up")" ] || fail "-r put: times differ: $(diff <(times "$work/got") <(times "$root/up") | head -4)"
+pass "-r put gives the same tree with the same modification times (MFMT)"
+before=$(stamps "$root/up")
+"$xftp" --json -r --update put "$work/got" $url/up >"$work/json"
+jq -e '.files == 0 and .skipped == 200' "$work/json" >/dev/null || fail "--update put: $(cat "$work/json")"
+[ "$before" = "$(stamps "$root/up")" ] || fail "--update put rewrote files on the server"
+pass "--update put of an unchanged tree rewrites nothing"
+
+# A file the server cannot read: the other 199 come, the one is named, status 1.
+chmod 000 "$root/tree/b/f9"
+rm -rf "$work/got2"
+status=0
+"$xftp" -q -j 3 -r get $url/tree "$work/got2" 2>"$work/err" || status=$?
+[ "$status" -eq 1 ] || fail "get with an unreadable file: status $status: $(cat "$work/err")"
+[ "$(find "$work/got2" -type f | wc -l)" -eq 199 ] || fail "get with an unreadable file: $(find "$work/got2" -type f | wc -l) files"
+grep -q 'b/f9' "$work/err" || fail "get did not name the unreadable file: $(cat "$work/err")"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "get: more than one error line: $(cat "$work/err")"
+pass "get goes on past a file the server cannot read: $(cat "$work/err")"
+chmod 644 "$root/tree/b/f9"
+
+# The same for put, as a user who cannot read one local file.
+cp -a "$work/got" "$work/mine"
+chown -R nobody "$work/mine"
+chmod 000 "$work/mine/d/f3"
+chown root "$work/mine/d/f3"
+status=0
+HOME=$work setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$xftp" -q -r put "$work/mine" $url/up2 2>"$work/err" || status=$?
+[ "$status" -eq 1 ] || fail "put with an unreadable file: status $status: $(cat "$work/err")"
+[ "$(find "$root/up2" -type f | wc -l)" -eq 199 ] || fail "put with an unreadable file: $(find "$root/up2" -type f | wc -l) files"
+grep -q 'd/f3' "$work/err" || fail "put did not name the unreadable file: $(cat "$work/err")"
+pass "put goes on past a file it cannot read: $(cat "$work/err")"
+
+# Globs in the last part, and several sources into one directory.
+mkdir "$work/some"
+"$xftp" --json get "$url/tree/a/f1?" "$work/some" >"$work/json"
+jq -e '.files == 9' "$work/json" >/dev/null || fail "a glob: $(cat "$work/json")"
+[ "$(ls "$work/some" | sort | tr '\n' ' ')" = "f11 f12 f13 f14 f15 f16 f17 f18 f19 " ] ||
+	fail "a glob fetched: $(ls "$work/some")"
+pass "a glob in the last part fetches just the names it matches"
+mkdir "$work/two"
+"$xftp" -q get $url/tree/a/f2 $url/tree/b/f3 "$work/two"
+cmp -s "$root/tree/a/f2" "$work/two/f2" && cmp -s "$root/tree/b/f3" "$work/two/f3" ||
+	fail "two sources: $(ls "$work/two")"
+pass "several sources go into one directory"
+expect_error "several sources, DEST no directory" "not a directory" \
+	"$xftp" -q get $url/tree/a/f2 $url/tree/b/f3 "$work/two/f2"
+expect_error "a glob that matches nothing" "nothing on the server matches" \
+	"$xftp" -q get "$url/tree/a/*.h5" "$work/some"
+"$xftp" -q put "$work/two/f2" "$work/two/f3" $url/pair
+cmp -s "$root/pair/f2" "$work/two/f2" && cmp -s "$root/pair/f3" "$work/two/f3" ||
+	fail "put of two sources: $(ls "$root/pair")"
+pass "put of several sources into one remote directory"
+# Ctrl-C in the middle of a tree: status 130, every file under its name whole, and
+# --update brings the rest.
+slow_loopback 40mbit
+rm -rf "$work/cut"
+"$xftp" -q -r get $url/tree "$work/cut" 2>"$work/err" &
+cutter=$!
+sleep 1
+kill -INT $cutter
+status=0
+wait $cutter || status=$?
+slow_loopback off
+[ "$status" -eq 130 ] || fail "a stopped tree get: status $status: $(cat "$work/err")"
+grep -q 'stopped: [0-9]* of 200 files copied' "$work/err" || fail "a stopped tree get said: $(cat "$work/err")"
+(cd "$work/cut" && find . -type f ! -name '.*' | while read -r f; do
+	cmp -s "$f" "$root/tree/$f" || echo "$f"
+done) >"$work/bad"
+[ ! -s "$work/bad" ] || fail "a stopped tree get left files not whole: $(cat "$work/bad")"
+"$xftp" -q -r --update get $url/tree "$work/cut"
+diff -r "$root/tree" "$work/cut" >/dev/null || fail "--update after a stop: the copy differs"
+pass "Ctrl-C mid-tree: status 130, $(cat "$work/err"); what has its name is whole; --update ends the copy"
+echo "xftp_tree: $checks checks passed"
