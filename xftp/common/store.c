@@ -181,6 +181,11 @@ void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end)
                 file->store->ops->prefix(file, prefix_end);
 }
 
+int ds_store_sync(struct ds_store_file *file)
+{
+        return file->store->ops->sync ? file->store->ops->sync(file) : 0;
+}
+
 int ds_store_commit(struct ds_store_file *file)
 {
         return file->store->ops->commit(file);

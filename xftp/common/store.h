@@ -91,6 +91,11 @@ uint64_t ds_store_upload_start(const struct ds_store_file *file);
 /* Records that bytes [0, prefix_end) of the upload are written, the resume point a later
  * REST may ask for. Cheap enough to call for every block. */
 void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end);
+/* Syncs the upload, once all its data is written, ahead of its commit, where the store
+ * can do that apart (a plain directory; a striped set syncs in its commit); the commit
+ * then does not sync it again. Returns 0 or a negative errno; after a failure the upload
+ * cannot be committed (the commit returns the same error). */
+int ds_store_sync(struct ds_store_file *file);
 /* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
 int ds_store_commit(struct ds_store_file *file);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store

@@ -37,6 +37,7 @@ struct dir_file {
         bool upload;
         bool fresh; /* the upload made its temporary file (not continuing one) */
         bool committed;
+        int synced; /* ds_store_sync's result: 1 synced, a negative errno, 0 not yet */
         char leaf[256];
         char part[64];
         char mark[64];
@@ -511,12 +512,24 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         return 0;
 }
 
-static int dir_commit(struct ds_store_file *base)
+/* A second fsync of a file already synced still costs a flush of the disk's cache: 0.5 ms
+ * of each small upload on a virtio disk here. */
+static int dir_sync(struct ds_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
 
-        if (fsync(file->fd) < 0)
-                return -errno;
+        if (file->synced == 0)
+                file->synced = fsync(file->fd) < 0 ? -errno : 1;
+        return file->synced < 0 ? file->synced : 0;
+}
+
+static int dir_commit(struct ds_store_file *base)
+{
+        struct dir_file *file = (struct dir_file *)base;
+        int rc = dir_sync(base);
+
+        if (rc < 0)
+                return rc;
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
         file->committed = true;
@@ -576,6 +589,7 @@ static const struct ds_store_ops dir_ops = {
     .open_read = dir_open_read,
     .create = dir_create,
     .prefix = dir_prefix,
+    .sync = dir_sync,
     .commit = dir_commit,
     .file_close = dir_file_close,
     .partial_size = dir_partial_size,

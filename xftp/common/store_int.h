@@ -21,6 +21,7 @@ struct ds_store_ops {
         int (*create)(struct ds_store *store, const char *path, const struct ds_store_upload *how,
                       struct ds_store_file **out);
         void (*prefix)(struct ds_store_file *file, uint64_t prefix_end); /* may be NULL */
+        int (*sync)(struct ds_store_file *file);                         /* may be NULL */
         int (*commit)(struct ds_store_file *file);
         void (*file_close)(struct ds_store_file *file, bool keep);
         int (*partial_size)(struct ds_store *store, const char *user, const char *path,
