@@ -586,7 +586,8 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         }
         pthread_mutex_init(&pl->lock, NULL);
         pthread_cond_init(&pl->changed, NULL);
-        int rc = buffers ? ds_pool_create(&pl->pool, pl->block, depth, 0, err) : 0;
+        /* Lazy: a small file uses a page or two of the depth x block bytes. */
+        int rc = buffers ? ds_pool_create(&pl->pool, pl->block, depth, DS_POOL_LAZY, err) : 0;
         if (rc < 0) {
                 pipeline_free(pl);
                 return rc;
@@ -801,7 +802,7 @@ uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mod
 {
         if (sending && use_sendfile(file, mode, opts))
                 return 0;
-        /* The pool's buffers are whole pages (pool.c), all of them touched at its start. */
+        /* The pool's buffers are whole pages (pool.c): budgeted as if all were touched. */
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
         uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
         return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
