@@ -135,6 +135,11 @@ int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn,
         return store->ops->list(store, path, fn, ctx);
 }
 
+int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+{
+        return store->ops->set_mtime(store, path, sec, nsec);
+}
+
 int ds_store_mkdir(struct ds_store *store, const char *path)
 {
         return *path ? store->ops->mkdir(store, path) : -EEXIST;

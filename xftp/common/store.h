@@ -64,6 +64,11 @@ int ds_store_stat(struct ds_store *store, const char *path, struct ds_store_stat
 typedef int (*ds_store_list_fn)(const char *name, const struct ds_store_stat *st, void *ctx);
 int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx);
 
+/* Sets the modification time of the file path (not a directory) to sec and nsec since
+ * the epoch, where ds_store_stat reads it. Returns 0, -ENOENT, -EISDIR, or a negative
+ * errno. */
+int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec);
+
 int ds_store_mkdir(struct ds_store *store, const char *path);
 int ds_store_rmdir(struct ds_store *store, const char *path);
 int ds_store_unlink(struct ds_store *store, const char *path);

@@ -144,6 +144,25 @@ static int dir_list(struct ds_store *store, const char *path, ds_store_list_fn f
         return rc;
 }
 
+/* The file as opened beneath the root (a link inside it counts as what it names), so the
+ * time lands on what MDTM and listings stat. */
+static int dir_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+{
+        struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
+                                    {.tv_sec = (time_t)sec, .tv_nsec = nsec}};
+        struct stat sb;
+        int fd = store_openat2(root_of(store), path, O_PATH, 0);
+
+        if (fd < 0)
+                return fd;
+        int rc = fstat(fd, &sb) < 0 ? -errno : 0;
+        if (rc == 0 && !S_ISREG(sb.st_mode))
+                rc = S_ISDIR(sb.st_mode) ? -EISDIR : -EPERM;
+        if (rc == 0 && utimensat(fd, "", times, AT_EMPTY_PATH) < 0)
+                rc = -errno;
+        return close_keep(fd, rc);
+}
+
 static int dir_mkdir(struct ds_store *store, const char *path)
 {
         const char *leaf;
@@ -582,6 +601,7 @@ static const struct ds_store_ops dir_ops = {
     .close = dir_close,
     .stat = dir_stat,
     .list = dir_list,
+    .set_mtime = dir_set_mtime,
     .mkdir = dir_mkdir,
     .rmdir = dir_rmdir,
     .unlink = dir_unlink,

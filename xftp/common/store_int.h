@@ -13,6 +13,7 @@ struct ds_store_ops {
         void (*close)(struct ds_store *store);
         int (*stat)(struct ds_store *store, const char *path, struct ds_store_stat *st);
         int (*list)(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx);
+        int (*set_mtime)(struct ds_store *store, const char *path, int64_t sec, long nsec);
         int (*mkdir)(struct ds_store *store, const char *path);
         int (*rmdir)(struct ds_store *store, const char *path);
         int (*unlink)(struct ds_store *store, const char *path);
