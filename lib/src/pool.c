@@ -162,7 +162,8 @@ int ds_pool_create(struct ds_pool **out, size_t buf_size, unsigned count, unsign
                 ds_pool_destroy(pool);
                 return rc;
         }
-        touch_pages(pool);
+        if (!(flags & DS_POOL_LAZY))
+                touch_pages(pool);
 
         /* Buffers come out in address order: 0 on top of the stack. */
         for (unsigned i = 0; i < count; i++)

@@ -54,5 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ds_store_path("", cmd.arg, path, sizeof(path)) == 0)
                 check_path(path, cmd.arg, again, sizeof(again));
         check_path("a/b", cmd.arg, path, 64);
+        /* MFMT's time: taken only with a path after it, inside the argument. */
+        struct xftpd_mfmt mfmt;
+        if (xftpd_parse_mfmt(cmd.arg, &mfmt) == 0 &&
+            (mfmt.path != cmd.arg + mfmt.time_len + 1 || !mfmt.path[0] || mfmt.nsec >= 1000000000 ||
+             mfmt.nsec < 0))
+                __builtin_trap();
         return 0;
 }

@@ -74,6 +74,19 @@ static void test_pool_memory_is_zeroed_and_writable(void **state)
         ds_pool_destroy(pool);
 }
 
+static void test_pool_lazy_memory_is_zeroed_and_writable(void **state)
+{
+        (void)state;
+        struct ds_pool *pool;
+        assert_int_equal(ds_pool_create(&pool, 64 * 1024, 16, DS_POOL_LAZY, NULL), 0);
+        unsigned char *base = ds_pool_base(pool);
+        for (size_t off = 0; off < ds_pool_bytes(pool); off += 4093)
+                assert_int_equal(base[off], 0);
+        memset(base, 0xa5, ds_pool_bytes(pool));
+        assert_int_equal(base[ds_pool_bytes(pool) - 1], 0xa5);
+        ds_pool_destroy(pool);
+}
+
 static void test_pool_with_thp_starts_on_a_huge_page_boundary(void **state)
 {
         (void)state;
@@ -198,6 +211,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pool_rounds_buffers_to_pages_and_aligns_each),
             cmocka_unit_test(test_pool_memory_is_zeroed_and_writable),
+            cmocka_unit_test(test_pool_lazy_memory_is_zeroed_and_writable),
             cmocka_unit_test(test_pool_with_thp_starts_on_a_huge_page_boundary),
             cmocka_unit_test(test_pool_falls_back_when_hugepages_refused),
             cmocka_unit_test(test_pool_rejects_zero_and_overflow),

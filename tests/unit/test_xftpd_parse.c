@@ -13,6 +13,46 @@
 
 static struct xftpd_cmd cmd;
 
+static void test_mfmt_time_is_utc_with_its_fraction_and_path(void **state)
+{
+        (void)state;
+        struct xftpd_mfmt m;
+
+        assert_int_equal(xftpd_parse_mfmt("20240229123456 a b.bin", &m), 0);
+        assert_int_equal(m.sec, 1709210096);
+        assert_int_equal(m.nsec, 0);
+        assert_int_equal(m.time_len, 14);
+        assert_string_equal(m.path, "a b.bin");
+        assert_int_equal(xftpd_parse_mfmt("19700101000001.25 x", &m), 0);
+        assert_int_equal(m.sec, 1);
+        assert_int_equal(m.nsec, 250000000);
+        assert_int_equal(m.time_len, 17);
+}
+
+static void test_mfmt_refuses_malformed_and_impossible_times(void **state)
+{
+        (void)state;
+        struct xftpd_mfmt m;
+        static const char *const bad[] = {
+            "2024022912345 x",
+            "20240229123456",
+            "20240229123456 ",
+            "2024022912345x x",
+            "20240230120000 x",
+            "20231301120000 x",
+            "20240101240000 x",
+            "20240101235960 x",
+            "20240101120000. x",
+            "20240101120000.1234567890 x",
+            "20240101120000x x",
+            "+2024010112000 x",
+            "",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (xftpd_parse_mfmt(bad[i], &m) != -EINVAL)
+                        fail_msg("'%s' was taken", bad[i]);
+}
+
 /* Parses text (a C string, CR LF added) and returns the code, 0 when it parsed. */
 static int parse(const char *text)
 {
@@ -131,6 +171,8 @@ int main(void)
             cmocka_unit_test(test_parse_refuses_what_is_not_a_command),
             cmocka_unit_test(test_parse_removes_telnet_and_refuses_nul_and_long_lines),
             cmocka_unit_test(test_paths_fold_dots_and_stop_at_the_root),
+            cmocka_unit_test(test_mfmt_time_is_utc_with_its_fraction_and_path),
+            cmocka_unit_test(test_mfmt_refuses_malformed_and_impossible_times),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,6 +135,11 @@ int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn,
         return store->ops->list(store, path, fn, ctx);
 }
 
+int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+{
+        return store->ops->set_mtime(store, path, sec, nsec);
+}
+
 int ds_store_mkdir(struct ds_store *store, const char *path)
 {
         return *path ? store->ops->mkdir(store, path) : -EEXIST;
@@ -179,6 +184,11 @@ void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end)
 {
         if (file->store->ops->prefix)
                 file->store->ops->prefix(file, prefix_end);
+}
+
+int ds_store_sync(struct ds_store_file *file)
+{
+        return file->store->ops->sync ? file->store->ops->sync(file) : 0;
 }
 
 int ds_store_commit(struct ds_store_file *file)

@@ -64,6 +64,11 @@ int ds_store_stat(struct ds_store *store, const char *path, struct ds_store_stat
 typedef int (*ds_store_list_fn)(const char *name, const struct ds_store_stat *st, void *ctx);
 int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx);
 
+/* Sets the modification time of the file path (not a directory) to sec and nsec since
+ * the epoch, where ds_store_stat reads it. Returns 0, -ENOENT, -EISDIR, or a negative
+ * errno. */
+int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec);
+
 int ds_store_mkdir(struct ds_store *store, const char *path);
 int ds_store_rmdir(struct ds_store *store, const char *path);
 int ds_store_unlink(struct ds_store *store, const char *path);
@@ -91,6 +96,11 @@ uint64_t ds_store_upload_start(const struct ds_store_file *file);
 /* Records that bytes [0, prefix_end) of the upload are written, the resume point a later
  * REST may ask for. Cheap enough to call for every block. */
 void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end);
+/* Syncs the upload, once all its data is written, ahead of its commit, where the store
+ * can do that apart (a plain directory; a striped set syncs in its commit); the commit
+ * then does not sync it again. Returns 0 or a negative errno; after a failure the upload
+ * cannot be committed (the commit returns the same error). */
+int ds_store_sync(struct ds_store_file *file);
 /* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
 int ds_store_commit(struct ds_store_file *file);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store

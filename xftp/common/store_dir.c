@@ -37,6 +37,7 @@ struct dir_file {
         bool upload;
         bool fresh; /* the upload made its temporary file (not continuing one) */
         bool committed;
+        int synced; /* ds_store_sync's result: 1 synced, a negative errno, 0 not yet */
         char leaf[256];
         char part[64];
         char mark[64];
@@ -141,6 +142,25 @@ static int dir_list(struct ds_store *store, const char *path, ds_store_list_fn f
         }
         closedir(dir);
         return rc;
+}
+
+/* The file as opened beneath the root (a link inside it counts as what it names), so the
+ * time lands on what MDTM and listings stat. */
+static int dir_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+{
+        struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
+                                    {.tv_sec = (time_t)sec, .tv_nsec = nsec}};
+        struct stat sb;
+        int fd = store_openat2(root_of(store), path, O_PATH, 0);
+
+        if (fd < 0)
+                return fd;
+        int rc = fstat(fd, &sb) < 0 ? -errno : 0;
+        if (rc == 0 && !S_ISREG(sb.st_mode))
+                rc = S_ISDIR(sb.st_mode) ? -EISDIR : -EPERM;
+        if (rc == 0 && utimensat(fd, "", times, AT_EMPTY_PATH) < 0)
+                rc = -errno;
+        return close_keep(fd, rc);
 }
 
 static int dir_mkdir(struct ds_store *store, const char *path)
@@ -511,12 +531,24 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         return 0;
 }
 
-static int dir_commit(struct ds_store_file *base)
+/* A second fsync of a file already synced still costs a flush of the disk's cache: 0.5 ms
+ * of each small upload on a virtio disk here. */
+static int dir_sync(struct ds_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
 
-        if (fsync(file->fd) < 0)
-                return -errno;
+        if (file->synced == 0)
+                file->synced = fsync(file->fd) < 0 ? -errno : 1;
+        return file->synced < 0 ? file->synced : 0;
+}
+
+static int dir_commit(struct ds_store_file *base)
+{
+        struct dir_file *file = (struct dir_file *)base;
+        int rc = dir_sync(base);
+
+        if (rc < 0)
+                return rc;
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
         file->committed = true;
@@ -569,6 +601,7 @@ static const struct ds_store_ops dir_ops = {
     .close = dir_close,
     .stat = dir_stat,
     .list = dir_list,
+    .set_mtime = dir_set_mtime,
     .mkdir = dir_mkdir,
     .rmdir = dir_rmdir,
     .unlink = dir_unlink,
@@ -576,6 +609,7 @@ static const struct ds_store_ops dir_ops = {
     .open_read = dir_open_read,
     .create = dir_create,
     .prefix = dir_prefix,
+    .sync = dir_sync,
     .commit = dir_commit,
     .file_close = dir_file_close,
     .partial_size = dir_partial_size,

@@ -13,6 +13,7 @@ struct ds_store_ops {
         void (*close)(struct ds_store *store);
         int (*stat)(struct ds_store *store, const char *path, struct ds_store_stat *st);
         int (*list)(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx);
+        int (*set_mtime)(struct ds_store *store, const char *path, int64_t sec, long nsec);
         int (*mkdir)(struct ds_store *store, const char *path);
         int (*rmdir)(struct ds_store *store, const char *path);
         int (*unlink)(struct ds_store *store, const char *path);
@@ -21,6 +22,7 @@ struct ds_store_ops {
         int (*create)(struct ds_store *store, const char *path, const struct ds_store_upload *how,
                       struct ds_store_file **out);
         void (*prefix)(struct ds_store_file *file, uint64_t prefix_end); /* may be NULL */
+        int (*sync)(struct ds_store_file *file);                         /* may be NULL */
         int (*commit)(struct ds_store_file *file);
         void (*file_close)(struct ds_store_file *file, bool keep);
         int (*partial_size)(struct ds_store *store, const char *user, const char *path,

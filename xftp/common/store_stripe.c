@@ -126,6 +126,29 @@ static int sstat(struct ds_store *store, const char *path, struct ds_store_stat 
         return rc;
 }
 
+/* A striped file's time is its member 0's (file_stat), so that is the one set. */
+static int sset_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+{
+        struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
+                                    {.tv_sec = (time_t)sec, .tv_nsec = nsec}};
+        struct ds_store_stat st;
+        struct stripe_dir dir;
+        const char *leaf;
+
+        if (dir_open(store, path, &dir) == 0) {
+                dir_close(&dir);
+                return -EISDIR;
+        }
+        int rc = parent_open(store, path, &dir, &leaf);
+        if (rc < 0)
+                return rc == -EINVAL ? -ENOENT : rc;
+        rc = file_stat(&dir, leaf, &st);
+        if (rc == 0 && utimensat(dir.fds[0], leaf, times, AT_SYMLINK_NOFOLLOW) < 0)
+                rc = -errno;
+        dir_close(&dir);
+        return rc;
+}
+
 struct list_ctx {
         struct stripe_dir *dir;
         ds_store_list_fn fn;
@@ -513,6 +536,7 @@ static const struct ds_store_ops stripe_ops = {
     .close = sclose,
     .stat = sstat,
     .list = slist,
+    .set_mtime = sset_mtime,
     .mkdir = smkdir,
     .rmdir = srmdir,
     .unlink = sunlink,

@@ -623,8 +623,8 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
         const struct ds_pool *lent = opts->pool;
         if (buffers && lent && ds_pool_count(lent) >= depth && ds_pool_buf_size(lent) >= pl->block)
                 pl->pool = opts->pool, pl->pool_lent = true;
-        else if (buffers)
-                rc = ds_pool_create(&pl->pool, pl->block, depth, 0, err);
+        else if (buffers) /* lazy: a small file uses a page or two of depth x block bytes */
+                rc = ds_pool_create(&pl->pool, pl->block, depth, DS_POOL_LAZY, err);
         if (rc < 0) {
                 pipeline_free(pl);
                 return rc;
@@ -839,7 +839,7 @@ uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, uns
 {
         if (sending && use_sendfile(file, mode, opts))
                 return 0;
-        /* The pool's buffers are whole pages (pool.c), all of them touched at its start. */
+        /* The pool's buffers are whole pages (pool.c): budgeted as if all were touched. */
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
         uint64_t block = transfer_block(file, opts, sending);
         if (opts->pool && ds_pool_count(opts->pool) >= pipeline_depth(opts, n) &&

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define IAC 255 /* Telnet: interpret as command (RFC 854) */
 #define SB  250
@@ -42,12 +43,12 @@ static const struct verb_entry verbs[] = {
     {"ABOR", V_ABOR, ARG_NONE},     {"NOOP", V_NOOP, ARG_NONE},     {"QUIT", V_QUIT, ARG_NONE},
     {"SYST", V_SYST, ARG_NONE},     {"STAT", V_STAT, ARG_OPT},      {"ALLO", V_ALLO, ARG_ALLO},
     {"FEAT", V_FEAT, ARG_NONE},     {"OPTS", V_OPTS, ARG_REQ},      {"SIZE", V_SIZE, ARG_REQ},
-    {"MDTM", V_MDTM, ARG_REQ},      {"REST", V_REST, ARG_NUM},      {"MLST", V_MLST, ARG_OPT},
-    {"MLSD", V_MLSD, ARG_OPT},      {"HASH", V_HASH, ARG_REQ},      {"RANG", V_RANG, ARG_RANG},
-    {"PSIZ", V_PSIZ, ARG_REQ},      {"HELP", V_HELP, ARG_OPT},      {"ACCT", V_COUNT, ARG_MISSING},
-    {"SMNT", V_COUNT, ARG_MISSING}, {"REIN", V_COUNT, ARG_MISSING}, {"STOU", V_COUNT, ARG_MISSING},
-    {"SITE", V_COUNT, ARG_MISSING}, {"AUTH", V_AUTH, ARG_REQ},      {"PBSZ", V_PBSZ, ARG_REQ},
-    {"PROT", V_PROT, ARG_REQ},      {"CCC", V_CCC, ARG_NONE},
+    {"MDTM", V_MDTM, ARG_REQ},      {"MFMT", V_MFMT, ARG_REQ},      {"REST", V_REST, ARG_NUM},
+    {"MLST", V_MLST, ARG_OPT},      {"MLSD", V_MLSD, ARG_OPT},      {"HASH", V_HASH, ARG_REQ},
+    {"RANG", V_RANG, ARG_RANG},     {"PSIZ", V_PSIZ, ARG_REQ},      {"HELP", V_HELP, ARG_OPT},
+    {"ACCT", V_COUNT, ARG_MISSING}, {"SMNT", V_COUNT, ARG_MISSING}, {"REIN", V_COUNT, ARG_MISSING},
+    {"STOU", V_COUNT, ARG_MISSING}, {"SITE", V_COUNT, ARG_MISSING}, {"AUTH", V_AUTH, ARG_REQ},
+    {"PBSZ", V_PBSZ, ARG_REQ},      {"PROT", V_PROT, ARG_REQ},      {"CCC", V_CCC, ARG_NONE},
 };
 
 static int refuse(const char **reply, int code, const char *text)
@@ -214,4 +215,58 @@ int xftpd_cmd_parse(const char *buf, size_t len, struct xftpd_cmd *cmd, const ch
         cmd->num[0] = cmd->num[1] = 0;
         cmd->type = 0;
         return check_arg(cmd, entry->rule, reply);
+}
+
+/* The value of n digits at text, or -1 when one of them is not a digit. */
+static int digits(const char *text, size_t n)
+{
+        int value = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (text[i] < '0' || text[i] > '9')
+                        return -1;
+                value = value * 10 + (text[i] - '0');
+        }
+        return value;
+}
+
+int xftpd_parse_mfmt(const char *arg, struct xftpd_mfmt *out)
+{
+        static const size_t widths[] = {4, 2, 2, 2, 2, 2};
+        int fields[6];
+        size_t at = 0;
+
+        for (size_t i = 0; i < 6; i++) {
+                fields[i] = digits(arg + at, widths[i]); /* stops at the first non-digit */
+                if (fields[i] < 0)
+                        return -EINVAL;
+                at += widths[i];
+        }
+        long nsec = 0;
+        if (arg[at] == '.') {
+                size_t n = strspn(arg + at + 1, "0123456789");
+                if (n == 0 || n > 9)
+                        return -EINVAL;
+                nsec = digits(arg + at + 1, n);
+                for (size_t i = n; i < 9; i++)
+                        nsec *= 10;
+                at += 1 + n;
+        }
+        if (arg[at] != ' ' || arg[at + 1] == '\0')
+                return -EINVAL;
+        struct tm tm = {.tm_year = fields[0] - 1900,
+                        .tm_mon = fields[1] - 1,
+                        .tm_mday = fields[2],
+                        .tm_hour = fields[3],
+                        .tm_min = fields[4],
+                        .tm_sec = fields[5]};
+        time_t t = timegm(&tm);
+        struct tm back;
+        /* timegm folds February 30 into March 2: a date that comes back changed is none. */
+        if (!gmtime_r(&t, &back) || back.tm_year != fields[0] - 1900 ||
+            back.tm_mon != fields[1] - 1 || back.tm_mday != fields[2] ||
+            back.tm_hour != fields[3] || back.tm_min != fields[4] || back.tm_sec != fields[5])
+                return -EINVAL;
+        *out = (struct xftpd_mfmt){.sec = t, .nsec = nsec, .time_len = at, .path = arg + at + 1};
+        return 0;
 }

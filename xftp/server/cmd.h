@@ -43,6 +43,7 @@ enum xftpd_verb {
         V_OPTS,
         V_SIZE,
         V_MDTM,
+        V_MFMT, /* draft-somers-ftp-mfxx */
         V_REST,
         V_MLST,
         V_MLSD,
@@ -73,5 +74,17 @@ struct xftpd_cmd {
  * extra, or malformed), 502 (a verb xftpd knows but does not do), 504 (a TYPE, MODE or
  * STRU it does not serve). Never reads outside buf. */
 int xftpd_cmd_parse(const char *buf, size_t len, struct xftpd_cmd *cmd, const char **reply);
+
+/* MFMT's argument, "YYYYMMDDHHMMSS[.s...] path" (a UTC time, up to nine digits of a second
+ * after the point): the time as seconds and nanoseconds since the epoch, the length of
+ * its text, and where the path starts. Returns 0, or -EINVAL for a malformed time, a date
+ * that does not exist (February 30, a 60th second) or no path. */
+struct xftpd_mfmt {
+        int64_t sec;
+        long nsec;
+        size_t time_len;
+        const char *path;
+};
+int xftpd_parse_mfmt(const char *arg, struct xftpd_mfmt *out);
 
 #endif

@@ -418,6 +418,32 @@ static void cmd_size_mdtm(struct session *s, enum xftpd_verb verb, const char *a
                       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+/* MFMT (draft-somers-ftp-mfxx): a file's modification time, so that a client can keep
+ * the times of what it uploads. */
+static void cmd_mfmt(struct session *s, const char *arg)
+{
+        char path[DS_STORE_PATH_MAX];
+        struct xftpd_mfmt mfmt;
+
+        if (s->read_only) {
+                session_reply(s, "550 Permission denied: read-only.");
+                return;
+        }
+        if (xftpd_parse_mfmt(arg, &mfmt) < 0) {
+                session_reply(s, "501 Expected MFMT YYYYMMDDHHMMSS[.sss] path, a UTC time.");
+                return;
+        }
+        if (!resolve(s, mfmt.path, path))
+                return;
+        int rc = ds_store_set_mtime(s->store, path, mfmt.sec, mfmt.nsec);
+        if (rc == -EISDIR)
+                session_reply(s, "550 %s is a directory; MFMT takes a file.", mfmt.path);
+        else if (rc < 0)
+                session_reply_errno(s, rc, mfmt.path);
+        else
+                session_reply(s, "213 Modify=%.*s; %s", (int)mfmt.time_len, arg, mfmt.path);
+}
+
 static void cmd_psiz(struct session *s, const char *arg)
 {
         char path[DS_STORE_PATH_MAX];
@@ -442,10 +468,10 @@ static void cmd_feat(struct session *s)
                  s->hash_algo == DS_HASH_SHA256 ? "*" : "", ds_hash_name(DS_HASH_CRC32C),
                  s->hash_algo == DS_HASH_CRC32C ? "*" : "");
         static const char *const lines[] = {
-            "EPRT", "EPSV",        "MDTM",        "MLST type*;size*;modify*;perm*;",
-            "PASV", "REST STREAM", "SIZE",        "TVFS",
-            "UTF8", "MODE E",      "PARALLEL",    "RANG STREAM",
-            "PSIZ", "ALLO",        "MODE E KEEP",
+            "EPRT",        "EPSV",        "MDTM",        "MFMT", "MLST type*;size*;modify*;perm*;",
+            "PASV",        "REST STREAM", "SIZE",        "TVFS", "UTF8",
+            "MODE E",      "PARALLEL",    "RANG STREAM", "PSIZ", "ALLO",
+            "MODE E KEEP",
         };
         session_reply(s, "211-Extensions supported:");
         for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
@@ -613,6 +639,9 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
         case V_SIZE:
         case V_MDTM:
                 cmd_size_mdtm(s, cmd->verb, cmd->arg);
+                break;
+        case V_MFMT:
+                cmd_mfmt(s, cmd->arg);
                 break;
         case V_PSIZ:
                 cmd_psiz(s, cmd->arg);

@@ -21,14 +21,19 @@ enum ds_page_kind {
 enum ds_pool_flags {
         DS_POOL_HUGETLB = 1 << 0, /* try MAP_HUGETLB first; fall back when refused */
         DS_POOL_NO_THP = 1 << 1,  /* do not madvise for transparent huge pages */
+        /* Leave the pages untouched: each faults in at its first use. For a pool that may
+         * carry far less than its size (a transfer of a small file): the kernel zeroes
+         * every page it faults in, in advance or not, and the touch of all of them cost
+         * each 64 KiB upload into xftpd its 16 MiB. */
+        DS_POOL_LAZY = 1 << 2,
 };
 
 struct ds_pool;
 
 /* Maps count buffers of buf_size bytes each. buf_size is rounded up to a multiple of the
  * page size (of the huge page size with HUGETLB) so that every buffer is page-aligned.
- * Pages are touched once here so the hot path never faults. Returns 0 and *out, or a
- * negative errno with err filled. The caller owns the pool. */
+ * Pages are touched once here so the hot path never faults (unless DS_POOL_LAZY). Returns 0 and
+ * *out, or a negative errno with err filled. The caller owns the pool. */
 int ds_pool_create(struct ds_pool **out, size_t buf_size, unsigned count, unsigned flags,
                    struct ds_error *err);
 void ds_pool_destroy(struct ds_pool *pool);
