@@ -21,7 +21,10 @@ stopped() {
 	shift 3
 	local t0 t1
 	t0=$(date +%s%N)
-	timeout --preserve-status -s "$sig" 2 "$@" >"$work/out" 2>"$work/err" </dev/null || status=$?
+	# --foreground: timeout signals xftp alone. Without it, it signals xftp and then its
+	# own process group, xftp again: a second signal that finds the first handled is the
+	# one that exits at once, with no line (lib/stop.h).
+	timeout --foreground --preserve-status -s "$sig" 2 "$@" >"$work/out" 2>"$work/err" </dev/null || status=$?
 	t1=$(date +%s%N)
 	local ms=$(((t1 - t0) / 1000000))
 	[ "$status" -eq "$want" ] || fail "$name: status $status, not $want: $(cat "$work/err")"
