@@ -111,10 +111,38 @@ static int reply_by(struct ftp *ftp, uint64_t deadline, struct ds_error *err)
         return code;
 }
 
+/* The replies of the commands sent ahead, in order, by deadline: a refusal is kept in
+ * ftp->refused_ahead (the first one). Returns 0 or a negative errno. */
+static int owed_replies(struct ftp *ftp, uint64_t deadline, struct ds_error *err)
+{
+        while (ftp->owed > 0) {
+                int rc = reply_by(ftp, deadline, err);
+                if (rc < 0)
+                        return rc;
+                bool note = ftp->owed_note & 1u;
+                ftp->owed_note >>= 1;
+                ftp->owed--;
+                if (note && rc >= 400 && !ftp->refused_ahead[0])
+                        snprintf(ftp->refused_ahead, sizeof(ftp->refused_ahead), "%.*s",
+                                 (int)sizeof(ftp->refused_ahead) - 1, ftp->reply);
+        }
+        return 0;
+}
+
 int ftp_reply(struct ftp *ftp, struct ds_error *err)
 {
-        int rc = reply_by(ftp, ds_deadline_in(ftp->timeout_ms), err);
+        uint64_t deadline = ds_deadline_in(ftp->timeout_ms);
+        int rc = owed_replies(ftp, deadline, err);
+        if (rc == 0)
+                rc = reply_by(ftp, deadline, err);
         ftp->broken |= rc < 0; /* a reply not read whole leaves the dialogue out of step */
+        return rc;
+}
+
+int ftp_settle(struct ftp *ftp, struct ds_error *err)
+{
+        int rc = owed_replies(ftp, ds_deadline_in(ftp->timeout_ms), err);
+        ftp->broken |= rc < 0;
         return rc;
 }
 
@@ -149,6 +177,21 @@ int ftp_send(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
         va_start(ap, fmt);
         int rc = vsend(ftp, err, fmt, ap);
         va_end(ap);
+        return rc;
+}
+
+int ftp_send_ahead(struct ftp *ftp, bool note, struct ds_error *err, const char *fmt, ...)
+{
+        va_list ap;
+        if (ftp->owed >= FTP_AHEAD_MAX)
+                return ds_fail(err, 0, "too many commands sent ahead"), -EBUSY;
+        va_start(ap, fmt);
+        int rc = vsend(ftp, err, fmt, ap);
+        va_end(ap);
+        if (rc == 0 && note)
+                ftp->owed_note |= 1u << ftp->owed;
+        if (rc == 0)
+                ftp->owed++;
         return rc;
 }
 
@@ -584,8 +627,5 @@ int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *w
         if (!ftp->feat.mfmt)
                 return -ENOTSUP;
         listing_time_format(when, stamp, sizeof(stamp));
-        int rc = ftp_cmd(ftp, err, "MFMT %s %s", stamp, path);
-        if (rc >= 0 && rc != 213)
-                return ds_fail(err, 0, "MFMT %s: %s", path, ftp->reply), -EIO;
-        return rc < 0 ? rc : 0;
+        return ftp_send_ahead(ftp, true, err, "MFMT %s %s", stamp, path);
 }

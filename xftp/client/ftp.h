@@ -49,11 +49,14 @@ struct ftp_tls_opts {
 };
 
 struct ftp {
-        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
-        struct ds_tls *tls;  /* the TLS context once AUTH TLS succeeded, else NULL */
-        bool data_kernel;    /* the last TLS data connection was the kernel's (kTLS) */
-        bool tls_data_clear; /* PROT C sent: data connections in the clear */
-        bool broken;         /* a command or reply failed on the way: no more commands */
+        struct ds_xconn ctl;     /* the control connection; every byte of it passes here */
+        struct ds_tls *tls;      /* the TLS context once AUTH TLS succeeded, else NULL */
+        bool data_kernel;        /* the last TLS data connection was the kernel's (kTLS) */
+        bool tls_data_clear;     /* PROT C sent: data connections in the clear */
+        bool broken;             /* a command or reply failed on the way: no more commands */
+        unsigned owed;           /* replies of commands sent ahead, not read yet */
+        uint32_t owed_note;      /* bit i: a refusal of the i-th of them is noted */
+        char refused_ahead[256]; /* the first refusal among them, "" for none */
         char host[256];
         uint16_t port;
         struct ds_ftp_addr local, peer; /* the control connection's ends */
@@ -97,7 +100,18 @@ int ftp_cmd(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
  * servers before reading either). Returns 0 or a negative errno. */
 int ftp_send(struct ftp *ftp, struct ds_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Reads one more reply (after a 1xx preliminary one). Returns its code or a negative errno. */
+/* Sends one command ahead: its reply is read, before any other, by the next ftp_reply
+ * (RFC 959 lets a client send before the last reply; servers take commands in order).
+ * For commands whose refusal changes nothing but a note (ALLO, MFMT): with note, a
+ * refusal is kept in refused_ahead. Saves a round trip per file. Returns 0 or a negative
+ * errno (-EBUSY: FTP_AHEAD_MAX replies are owed already). */
+#define FTP_AHEAD_MAX 32u
+int ftp_send_ahead(struct ftp *ftp, bool note, struct ds_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Reads the replies of the commands sent ahead. Returns 0 or a negative errno. */
+int ftp_settle(struct ftp *ftp, struct ds_error *err);
+/* Reads one more reply (after a 1xx preliminary one), those of commands sent ahead first.
+ * Returns its code or a negative errno. */
 int ftp_reply(struct ftp *ftp, struct ds_error *err);
 
 /* TYPE I and the MODE/Parallelism for streams (MODE E for more than one, or blocks; else
@@ -146,8 +160,9 @@ int ftp_mlst_size(struct ftp *ftp, const char *path, uint64_t *size, struct ds_e
  * negative errno with err filled. */
 int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, struct ds_error *err);
 
-/* MFMT: path's modification time set to when (whole seconds, UTC). 0, -ENOTSUP (the
- * server has no MFMT), or another negative errno with err filled. */
+/* MFMT: path's modification time set to when (whole seconds, UTC), sent ahead (a refusal
+ * lands in refused_ahead). 0, -ENOTSUP (the server has no MFMT), or the send's negative
+ * errno with err filled. */
 int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *when,
                      struct ds_error *err);
 

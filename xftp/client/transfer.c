@@ -396,18 +396,16 @@ static bool remote_same(struct ftp *ftp, const char *remote, const struct listin
                               : when.tv_sec >= st->st_mtim.tv_sec;
 }
 
-/* The uploaded file's time made the local one's, where the server can set times. A
- * refusal is said, not counted a failure: the data is there whole. */
-static void put_time(struct ftp *ftp, const char *remote, const struct stat *st,
-                     const struct job_opts *o)
+void transfer_settle(struct ftp *ftp, const struct job_opts *o)
 {
-        struct ds_error err;
-        int rc = ftp_set_modified(ftp, remote, &st->st_mtim, &err);
-        if (rc < 0 && rc != -ENOTSUP && !o->quiet) {
-                fputs("xftp: ", stderr);
-                listing_show(stderr, err.text, strlen(err.text), false);
+        struct ds_error ignored;
+        ftp_settle(ftp, &ignored);
+        if (ftp->refused_ahead[0] && !o->quiet) { /* the data is there whole: a note */
+                fputs("xftp: refused: ", stderr);
+                listing_show(stderr, ftp->refused_ahead, strlen(ftp->refused_ahead), false);
                 fputc('\n', stderr);
         }
+        ftp->refused_ahead[0] = '\0';
 }
 
 int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
@@ -453,9 +451,12 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                 rc = ds_xfile_plain(&file, fd, 0, err);
         if (rc == 0) {
                 rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, (uint64_t)st.st_size), err);
-                /* MODE S: the size tells the server where the end is; MODE E says it by EOF. */
-                if (rc == 0 && offset == 0 && ftp->mode == 'S')
-                        ftp_cmd(ftp, err, "ALLO %llu", (unsigned long long)st.st_size);
+                /* The size: in MODE S where the end is, in both the buffers it needs. Sent
+                 * ahead of STOR, for no round trip of its own. */
+                struct ds_error ignored;
+                if (rc == 0 && offset == 0)
+                        ftp_send_ahead(ftp, false, &ignored, "ALLO %llu",
+                                       (unsigned long long)st.st_size);
                 uint64_t start_ns = ds_now_ns();
                 if (rc == 0)
                         rc = open_transfer(ftp, "STOR", remote, offset, conns, n, &dopts, err);
@@ -471,8 +472,10 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                 t->seconds += ds_seconds_between(start_ns, ds_now_ns());
                 if (rc == 0 && o->verify)
                         rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, err);
-                if (rc == 0)
-                        put_time(ftp, remote, &st, o);
+                if (rc == 0) /* sent ahead: its reply comes before the next one's */
+                        ftp_set_modified(ftp, remote, &st.st_mtim, &ignored);
+                if (rc == 0 && !o->reuse)
+                        transfer_settle(ftp, o); /* a file alone: its refusal said now */
                 ds_xfile_plain_close(&file);
         }
         close(fd);

@@ -76,6 +76,9 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
 int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                       const struct listing_facts *there, const struct job_opts *o,
                       struct job_totals *t, struct ds_error *err);
+/* Reads the replies of commands sent ahead (MFMT) and says a refusal among them on
+ * stderr unless o->quiet. */
+void transfer_settle(struct ftp *ftp, const struct job_opts *o);
 /* Reads a listing (verb LIST or MLSD of path) over a data connection, at most max bytes
  * and LISTING_ENTRIES_MAX lines: *text (malloc'd, NUL-terminated) and *len. Returns 0 or
  * a negative errno with err filled (-EFBIG: too long). */

@@ -507,6 +507,7 @@ static void work(struct run *r, struct ftp *ftp)
                 if (rc < 0 && ends_job(j, ftp))
                         break;
         }
+        transfer_settle(ftp, &o);
         ds_pool_destroy(o.pool);
         add_totals(r, &mine);
 }
