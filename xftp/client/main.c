@@ -38,7 +38,8 @@ static void usage(FILE *out)
                      "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
                      "  -b, --block SIZE   buffer and block size (default 4M)\n"
                      "  -r, --recursive    copy directories\n"
-                     "  -j, --jobs N       files at once, over a connection each (default 4)\n"
+                     "  -j, --jobs N       files at once, over a connection each (default: get 4,\n"
+                     "                     put 8)\n"
                      "  -u, --update       skip files whose size and time already match\n"
                      "      --resume       continue an interrupted transfer\n"
                      "      --verify       compare the server's HASH with the local file\n"
@@ -104,11 +105,8 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                                               {NULL, 0, NULL, 0}};
         int c;
 
-        *cli = (struct cli){.job = {.streams = 1,
-                                    .jobs = 4,
-                                    .block = DS_XFER_BLOCK,
-                                    .timeout_ms = 30000,
-                                    .stop = stop}};
+        *cli = (struct cli){
+            .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":P:b:rj:uqkh", longs, NULL)) != -1) {
                 switch (c) {

@@ -27,7 +27,8 @@ struct ds_pool;
 struct job_opts {
         unsigned streams; /* -P: data connections wanted (MODE E when > 1 and offered) */
         size_t block;     /* -b */
-        unsigned jobs;    /* -j: files at once, each over a control connection of its own */
+        unsigned jobs;    /* -j: files at once, each over a control connection of its own;
+                           * 0: tree.c's default for the direction */
         bool resume, verify, recursive;
         bool update; /* skip files whose size and time already match */
         bool reuse;  /* one of many files: small ones go over a kept MODE E connection */

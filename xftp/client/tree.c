@@ -34,6 +34,11 @@
 #define TREE_ENTRIES_MAX  10000000u
 #define TREE_DEPTH_MAX    64u  /* directories nested deeper are not copied */
 #define FAILURES_SHOWN    100u /* failures named one by one; the rest are counted */
+/* Files at once by default. A get of small files keeps both ends' CPUs busy: more than 4
+ * at once was 7% slower here. A put waits on the server's two syncs of each file: 8 at
+ * once was 7% faster than 4 (2,000 files of 64 KiB, paired runs). */
+#define JOBS_GET 4u
+#define JOBS_PUT 8u
 
 struct tree_item {
         char *remote, *local;
@@ -540,7 +545,7 @@ static int run_plan(struct job *j, const struct tree_login *login, bool get, str
                     struct ds_error *err)
 {
         struct run r = {.job = j, .get = get, .login = login, .t = t};
-        unsigned jobs = j->o->jobs > 0 ? j->o->jobs : 1;
+        unsigned jobs = j->o->jobs > 0 ? j->o->jobs : get ? JOBS_GET : JOBS_PUT;
         if (jobs > j->plan.count)
                 jobs = j->plan.count > 0 ? (unsigned)j->plan.count : 1;
         pthread_t threads[TREE_JOBS_MAX];
