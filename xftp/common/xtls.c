@@ -336,7 +336,12 @@ static int tls_close(struct ds_xconn *c)
 
 static void tls_drop(struct ds_xconn *c)
 {
-        tls_conn_free(c->impl);
+        struct tls_conn *t = c->impl;
+        /* Ended as agreed, though no close_notify went: OpenSSL would otherwise take the
+         * session for one cut short and make it, and the control connection's it resumed,
+         * no longer resumable, so that the next new data connection is refused. */
+        SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+        tls_conn_free(t);
         close(c->fd);
 }
 
