@@ -112,6 +112,63 @@ expect_error "a glob that matches nothing" "nothing on the server matches" \
 cmp -s "$root/pair/f2" "$work/two/f2" && cmp -s "$root/pair/f3" "$work/two/f3" ||
 	fail "put of two sources: $(ls "$root/pair")"
 pass "put of several sources into one remote directory"
+# Names that would meet: a file on the server named as x's partial, and two sources of
+# one name. The other file is never harmed; what cannot be copied is named.
+mkdir -p "$root/meet/a" "$root/meet/b"
+printf 'the real x\n' >"$root/meet/x"
+printf 'not x at all, and longer\n' >"$root/meet/.x.xftp-part"
+make_file "$root/meet/a/f" 3000000
+make_file "$root/meet/b/f" 3500000
+chown -R nobody "$root/meet"
+status=0
+"$xftp" -q -j 1 -r get $url/meet "$work/meet" 2>"$work/err" || status=$?
+[ "$status" -eq 1 ] && cmp -s "$root/meet/x" "$work/meet/x" && grep -q 'partial downloads' "$work/err" ||
+	fail "a partial's name on the server: status $status, x: $(cat "$work/meet/x"): $(cat "$work/err")"
+pass "a server's file named as a partial is not copied and x stays whole: $(cat "$work/err")"
+mkdir "$work/one"
+status=0
+"$xftp" -q -j 2 -b 1M get $url/meet/a/f $url/meet/b/f "$work/one" 2>"$work/err" || status=$?
+[ "$status" -eq 1 ] && cmp -s "$root/meet/a/f" "$work/one/f" && grep -q 'same destination' "$work/err" ||
+	fail "two sources of one name: status $status: $(cat "$work/err")"
+pass "two sources of one name: the first copied whole, the second named: $(cat "$work/err")"
+
+# Under TLS, a tree of small and large files both ways: small files over a kept connection
+# leave the session resumable for the large ones' new connections.
+(cd "$work" && make_ca_and_server)
+"$DS_BIN/xftpd" -p 2131 --listen 127.0.0.1 --root "$root" --users "$work/users" \
+	--tls-cert "$work/srv.pem" --tls-key "$work/srv.key" --tls-required >>"$work/xftpd.tls.log" 2>&1 &
+wait_listening 2131
+mkdir -p "$root/mixed"
+for i in 1 2 3; do make_file "$root/mixed/s$i" 1000; done
+make_file "$root/mixed/big" 20000000
+make_file "$root/mixed/s4" 1000
+chown -R nobody "$root/mixed"
+"$xftp" -q -j 1 -b 1M --cacert "$work/ca.pem" -r get \
+	ftp://bob:secret@127.0.0.1:2131/mixed "$work/mixed" ||
+	fail "a TLS tree of small and large files: $(cat "$work/xftpd.tls.log" | tail -3)"
+diff -r "$root/mixed" "$work/mixed" >/dev/null || fail "a TLS tree get: the copy differs"
+"$xftp" -q -j 1 -b 1M --cacert "$work/ca.pem" -r put "$work/mixed" ftp://bob:secret@127.0.0.1:2131/mixed2 ||
+	fail "a TLS tree put of small and large files"
+diff -r "$work/mixed" "$root/mixed2" >/dev/null || fail "a TLS tree put: the copy differs"
+pass "TLS: small and large files of one tree, both ways, whole"
+
+# A kept data connection lost between files (a firewall's idle timer): the server answers
+# 425, xftp asks for a new one and the tree goes on; at most the file in flight fails.
+slow_loopback 40mbit
+rm -rf "$work/lost"
+"$xftp" -q -j 1 -r get $url/tree "$work/lost" 2>"$work/err" &
+getter=$!
+sleep 0.5
+ss -K -tn state established '( sport != :2130 and dport != :2130 )' >/dev/null 2>&1 || true
+status=0
+wait $getter || status=$?
+slow_loopback off
+failed=$(grep -c '' "$work/err" || true)
+[ "$status" -eq 0 ] || [ "$failed" -le 1 ] || fail "a lost kept connection: $(head -5 "$work/err")"
+missing=$(diff -rq "$root/tree" "$work/lost" | grep -vc 'xftp-part' || true)
+[ "$missing" -le 1 ] || fail "a lost kept connection: $missing files missing: $(head -3 "$work/err")"
+pass "a kept connection lost mid-tree costs at most the file in flight (status $status)"
+
 # Ctrl-C in the middle of a tree: status 130, every file under its name whole, and
 # --update brings the rest.
 slow_loopback 40mbit

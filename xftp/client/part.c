@@ -54,6 +54,12 @@ int part_name(const char *local, char *out, size_t room)
         return n > 0 && (size_t)n < room ? 0 : -ENAMETOOLONG;
 }
 
+bool part_name_like(const char *name)
+{
+        size_t len = strlen(name), suffix = strlen(PART_SUFFIX);
+        return name[0] == '.' && len > suffix && strcmp(name + len - suffix, PART_SUFFIX) == 0;
+}
+
 void part_record_whole(uint64_t whole, void *ctx)
 {
         char text[24];

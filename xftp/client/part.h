@@ -16,6 +16,11 @@ struct ds_error;
  * that name would pass NAME_MAX). Returns 0 or -ENAMETOOLONG (past room). */
 int part_name(const char *local, char *out, size_t room);
 
+/* Whether name (a last part) has the shape of a partial's: ".NAME.xftp-part". A file of
+ * that name in a tree would take another file's partial under its name, so it is not
+ * copied there. */
+bool part_name_like(const char *name);
+
 /* What a partial download is a part of: the remote file as the server named it when the
  * download began. */
 struct part_origin {

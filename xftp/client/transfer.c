@@ -94,23 +94,30 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
 
 /* Data connections (those kept from the last transfer, else new ones), then REST (right
  * before the transfer command, as RFC 959 wants it) and RETR or STOR. On failure the
- * connections are closed, or kept again when a refusal left them untouched. */
+ * connections are closed, or kept again when a refusal left them untouched. A server that
+ * found the kept connections gone (425: closed by a firewall's idle timer, say) dropped
+ * them: new ones are asked for, once. */
 static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
                          struct ds_xconn *conns, unsigned n, const struct ds_data_opts *dopts,
                          struct ds_error *err)
 {
-        bool reused;
-        int rc = ftp_data_open(ftp, conns, n, dopts, &reused, err);
-        if (rc < 0)
-                return rc;
-        rc = rest(ftp, offset, err);
-        if (rc == 0)
-                rc = start_transfer(ftp, verb, remote, err);
-        if (rc == 0 && !reused)
-                rc = ftp_secure_data(ftp, conns, n, err);
-        if (rc < 0)
-                ftp_data_done(ftp, conns, n, reused && !ftp->broken && ftp->code >= 400);
-        return rc;
+        for (;;) {
+                bool reused;
+                int rc = ftp_data_open(ftp, conns, n, dopts, &reused, err);
+                if (rc < 0)
+                        return rc;
+                rc = rest(ftp, offset, err);
+                if (rc == 0)
+                        rc = start_transfer(ftp, verb, remote, err);
+                if (rc == 0 && !reused)
+                        rc = ftp_secure_data(ftp, conns, n, err);
+                if (rc == 0)
+                        return 0;
+                bool lost = reused && !ftp->broken && ftp->code == 425;
+                ftp_data_done(ftp, conns, n, reused && !lost && !ftp->broken && ftp->code >= 400);
+                if (!lost)
+                        return rc;
+        }
 }
 
 /* HASH on the server and the same hash here; 0 when they match. */

@@ -32,8 +32,12 @@
  * directories, and all of its entries together. */
 #define LISTINGS_HELD_MAX (128u << 20)
 #define TREE_ENTRIES_MAX  10000000u
-#define TREE_DEPTH_MAX    64u  /* directories nested deeper are not copied */
-#define FAILURES_SHOWN    100u /* failures named one by one; the rest are counted */
+#define TREE_DEPTH_MAX    64u /* directories nested deeper are not copied */
+/* What the list of files may hold, its paths included: a hostile server's deep, long
+ * names would otherwise make a few MB of listings into GBs of plan (about 5 million files
+ * of ordinary names fit). */
+#define PLAN_BYTES_MAX (1ull << 30)
+#define FAILURES_SHOWN 100u /* failures named one by one; the rest are counted */
 /* Files at once by default. A get of small files keeps both ends' CPUs busy: more than 4
  * at once was 7% slower here. A put waits on the server's two syncs of each file: 8 at
  * once was 7% faster than 4 (2,000 files of 64 KiB, paired runs). */
@@ -50,9 +54,10 @@ struct tree_item {
 struct plan {
         struct tree_item *items;
         size_t count, room;
-        uint64_t bytes; /* the sizes known, for the progress */
-        size_t held;    /* bytes of the listings held down the current path */
-        uint64_t seen;  /* entries of every listing so far */
+        uint64_t bytes;      /* the sizes known, for the progress */
+        uint64_t held_bytes; /* what the items and their paths take */
+        size_t held;         /* bytes of the listings held down the current path */
+        uint64_t seen;       /* entries of every listing so far */
         char *failures[FAILURES_SHOWN];
         unsigned failed;
         pthread_mutex_t lock;
@@ -105,6 +110,13 @@ static int plan_add(struct plan *p, const char *remote, const char *local,
                 p->items = more;
                 p->room = room;
         }
+        uint64_t cost = sizeof(struct tree_item) + strlen(remote) + strlen(local) + 2;
+        if (p->held_bytes + cost > PLAN_BYTES_MAX)
+                return ds_fail(err, 0,
+                               "%s: the list of files would pass %llu MiB: copy the tree "
+                               "in parts",
+                               remote, PLAN_BYTES_MAX >> 20),
+                       -EFBIG;
         struct tree_item item = {.remote = strdup(remote), .local = strdup(local)};
         if (!item.remote || !item.local) {
                 free(item.remote);
@@ -114,6 +126,7 @@ static int plan_add(struct plan *p, const char *remote, const char *local,
         item.have_facts = facts != NULL;
         item.facts = facts ? *facts : (struct listing_facts){.size = UINT64_MAX};
         p->items[p->count++] = item;
+        p->held_bytes += cost;
         if (size != UINT64_MAX)
                 p->bytes += size;
         return 0;
@@ -223,10 +236,17 @@ static int plan_remote_entry(struct job *j, const char *remote, const char *loca
                              const struct listing_facts *facts, unsigned depth)
 {
         struct ds_error err;
-        if (!facts->is_dir)
-                return plan_add(&j->plan, remote, local, facts, facts->size, &err) < 0
-                           ? (plan_fail(&j->plan, remote, err.text), -ENOMEM)
-                           : 0;
+        if (!facts->is_dir && part_name_like(base_of(local))) {
+                plan_fail(&j->plan, remote,
+                          "a name xftp keeps for its partial downloads: not copied");
+                return 0;
+        }
+        if (!facts->is_dir) {
+                int rc = plan_add(&j->plan, remote, local, facts, facts->size, &err);
+                if (rc < 0) /* what ends the walk: remembered last, the job's error */
+                        plan_fail(&j->plan, remote, err.text);
+                return rc;
+        }
         if (!j->o->recursive) {
                 plan_fail(&j->plan, remote, "a directory (-r copies directories)");
                 return 0;
@@ -390,11 +410,10 @@ static int plan_local_entry(struct job *j, const char *local, const char *remote
         }
         if (!S_ISREG(st.st_mode))
                 return 0; /* links, devices, sockets: not files to copy */
-        if (plan_add(&j->plan, remote, local, there, (uint64_t)st.st_size, &err) < 0) {
+        int rc = plan_add(&j->plan, remote, local, there, (uint64_t)st.st_size, &err);
+        if (rc < 0)
                 plan_fail(&j->plan, local, err.text);
-                return -ENOMEM;
-        }
-        return 0;
+        return rc;
 }
 
 /* Walks the local directory into the plan, making the remote directories. */
@@ -635,10 +654,64 @@ static void single_dest(const char *path, const char *dest, bool dir, char *out,
                 snprintf(out, room, "%s", dest);
 }
 
+/* A file's destination (local for a get, remote for a put), with its place in the plan. */
+struct keyed {
+        const char *key;
+        size_t index;
+};
+
+static int by_key(const void *a, const void *b)
+{
+        const struct keyed *x = a, *y = b;
+        int c = strcmp(x->key, y->key);
+        return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Two files of the plan with one destination (two sources of one name, or a listing that
+ * names a file twice) would be written into one partial at once: the first stays, the
+ * others are failures. Returns 0 or -ENOMEM. */
+static int plan_unique(struct plan *p, bool get)
+{
+        if (p->count < 2)
+                return 0;
+        struct keyed *keys = malloc(p->count * sizeof(*keys));
+        bool *twice = calloc(p->count, sizeof(*twice));
+        if (!keys || !twice) {
+                free(keys);
+                free(twice);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->count; i++)
+                keys[i] = (struct keyed){get ? p->items[i].local : p->items[i].remote, i};
+        qsort(keys, p->count, sizeof(*keys), by_key);
+        for (size_t i = 1; i < p->count; i++)
+                twice[keys[i].index] = strcmp(keys[i].key, keys[i - 1].key) == 0;
+        size_t kept = 0;
+        for (size_t i = 0; i < p->count; i++) {
+                struct tree_item *it = &p->items[i];
+                if (!twice[i]) {
+                        p->items[kept++] = *it;
+                        continue;
+                }
+                plan_fail(p, get ? it->remote : it->local,
+                          "the same destination as another source: not copied");
+                if (it->have_facts && it->facts.size != UINT64_MAX && get)
+                        p->bytes -= it->facts.size;
+                free(it->remote);
+                free(it->local);
+        }
+        p->count = kept;
+        free(keys);
+        free(twice);
+        return 0;
+}
+
 /* After the plan: the run when the plan was made whole, then the failures named. */
 static int finish(struct job *j, const struct tree_login *login, bool get, int rc,
                   struct job_totals *t, struct ds_error *err)
 {
+        if (rc == 0 && plan_unique(&j->plan, get) < 0)
+                rc = -ENOMEM, plan_fail(&j->plan, "", "no memory to check the list of files");
         if (rc == 0)
                 rc = run_plan(j, login, get, t, err);
         else if (stopping(j->o))
@@ -702,6 +775,9 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                         rc = plan_remote_dir(&j, path, to, 1);
                 } else if (names_directory(path)) {
                         plan_fail(&j.plan, path, "a directory (-r copies directories)");
+                } else if (part_name_like(base_of(to))) {
+                        plan_fail(&j.plan, path,
+                                  "a name xftp keeps for its partial downloads: not copied");
                 } else if ((rc = plan_add(&j.plan, path, to, NULL, UINT64_MAX, &mine)) < 0) {
                         plan_fail(&j.plan, path, mine.text);
                 }
