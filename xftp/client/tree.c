@@ -501,6 +501,12 @@ static void add_totals(struct run *r, const struct job_totals *mine)
 #define WORKER_BUFFERS     4u
 #define WORKER_BUFFER_SIZE (1u << 20)
 
+/* Whether a file failed because its data connection was cut. */
+static bool cut_data(int rc)
+{
+        return rc == -ECONNRESET || rc == -ECONNABORTED || rc == -EPIPE;
+}
+
 /* Takes files until none is left, the job stops or this connection breaks. */
 static void work(struct run *r, struct ftp *ftp)
 {
@@ -520,10 +526,18 @@ static void work(struct run *r, struct ftp *ftp)
                 struct ds_error err = {{0}};
                 const struct listing_facts *facts = it->have_facts ? &it->facts : NULL;
                 show_current(r->t, r->get ? it->remote : it->local);
-                int rc =
-                    r->get ? transfer_get_file(ftp, it->remote, it->local, facts, &r->batch, &o,
-                                               &mine, &err)
-                           : transfer_put_file(ftp, it->local, it->remote, facts, &o, &mine, &err);
+                int rc;
+                for (int tries = 0; tries < 2; tries++) {
+                        rc = r->get ? transfer_get_file(ftp, it->remote, it->local, facts,
+                                                        &r->batch, &o, &mine, &err)
+                                    : transfer_put_file(ftp, it->local, it->remote, facts, &o,
+                                                        &mine, &err);
+                        /* A data connection cut (a kept one a firewall closed, say) while
+                         * the control connection is well: the file once more, from the
+                         * start, over a new one. */
+                        if (!cut_data(rc) || ends_job(j, ftp))
+                                break;
+                }
                 if (rc < 0 && !stopping(j->o))
                         plan_fail(&j->plan, r->get ? it->remote : it->local, err.text);
                 else
