@@ -573,22 +573,25 @@ static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
         return depth < n ? n : depth;
 }
 
+/* The bytes a transfer is known to move at most: what is to be sent (UINT64_MAX: to the
+ * end of the file, which may grow while it is read), or the room a receiver allows. */
+static uint64_t range_bytes(const struct ds_xfer_opts *opts, bool sending)
+{
+        if (sending)
+                return opts->length;
+        if (opts->limit == UINT64_MAX)
+                return UINT64_MAX;
+        return opts->limit > opts->offset ? opts->limit - opts->offset : 0;
+}
+
 /* The buffer size of a transfer: the block asked for, or whole pages enough for the range
- * when it is known to be shorter (what is to be sent, or the room a receiver allows). A
- * tree of small files then maps and touches a few pages per file, not depth x 4 MiB:
- * zeroing those was most of what a 64 KiB file cost. */
-static size_t transfer_block(struct ds_xfile *file, const struct ds_xfer_opts *opts, bool sending)
+ * when it is known to be shorter. A tree of small files then maps and touches a few pages
+ * per file, not depth x 4 MiB: zeroing those was most of what a 64 KiB file cost. */
+static size_t transfer_block(const struct ds_xfer_opts *opts, bool sending)
 {
         uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        uint64_t bytes = opts->limit > opts->offset ? opts->limit - opts->offset : 0;
-        uint64_t size;
-        if (sending) {
-                bytes = opts->length;
-                if (file->ops->size && file->ops->size(file, &size) == 0 && size >= opts->offset &&
-                    size - opts->offset < bytes)
-                        bytes = size - opts->offset;
-        }
+        uint64_t bytes = range_bytes(opts, sending);
         if (bytes < block)
                 block = bytes == 0 ? page : (bytes + page - 1) / page * page;
         return (size_t)block;
@@ -607,7 +610,7 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                                 .file = file,
                                 .conns = conns,
                                 .n = n,
-                                .block = transfer_block(file, opts, sending),
+                                .block = transfer_block(opts, sending),
                                 .live = opts->live};
         if (n < 1 || n > DS_MODEE_MAX_STREAMS || (mode == DS_XFER_STREAM && n != 1))
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
@@ -834,26 +837,27 @@ static int use_sendfile(const struct ds_xfile *file, enum ds_xfer_mode mode,
         return mode == DS_XFER_STREAM && file->fd >= 0 && !(opts->flags & DS_XFER_NO_SENDFILE);
 }
 
-uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
                               const struct ds_xfer_opts *opts, bool sending)
 {
         if (sending && use_sendfile(file, mode, opts))
                 return 0;
         /* The pool's buffers are whole pages (pool.c): budgeted as if all were touched. */
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        uint64_t block = transfer_block(file, opts, sending);
+        uint64_t block = transfer_block(opts, sending);
         if (opts->pool && ds_pool_count(opts->pool) >= pipeline_depth(opts, n) &&
             ds_pool_buf_size(opts->pool) >= block)
                 return 0; /* the lent pool serves: nothing more is mapped */
         return (uint64_t)pipeline_depth(opts, n) * ((block + page - 1) / page * page);
 }
 
-/* Whether what is to be sent is known to fit in one buffer: its read and its end marker
- * then wait for no sender, in queues deeper than two (a length to the end of the file is
- * not known: the file may grow while it is read). */
-static bool one_piece(const struct pipeline *pl)
+/* Whether what is to be sent or received is known to fit in one buffer: the transfer
+ * then runs in the caller's thread (a one-piece send's read and end marker wait for no
+ * sender, in queues deeper than two). */
+static bool one_piece(const struct pipeline *pl, bool sending)
 {
-        return pl->opts->length <= pl->block && pipeline_depth(pl->opts, pl->n) >= 2;
+        return range_bytes(pl->opts, sending) <= pl->block &&
+               (!sending || pipeline_depth(pl->opts, pl->n) >= 2);
 }
 
 int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
@@ -872,7 +876,7 @@ int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                 return rc;
         if (by_sendfile) {
                 rc = send_by_sendfile(&pl, result, err);
-        } else if (n == 1 && one_piece(&pl)) {
+        } else if (n == 1 && one_piece(&pl, true)) {
                 /* A small file: read, then sent from this thread. A thread of its own would
                  * cost more than the overlap of disk and network it buys for one piece (a
                  * tree's files each paid a clone and its wake-ups). */
@@ -1019,8 +1023,7 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                 return rc;
         }
         pl.net_running = n;
-        uint64_t room = opts->limit > opts->offset ? opts->limit - opts->offset : 0;
-        if (n == 1 && !file->ops->start_io && opts->limit != UINT64_MAX && room <= pl.block) {
+        if (n == 1 && !file->ops->start_io && one_piece(&pl, false)) {
                 /* A small file of a known size: received and written by this thread, as a
                  * one-piece send is sent (no thread, no hand-over per file). */
                 pl.inline_write = true;

@@ -129,7 +129,7 @@ struct ds_xfer_result {
 /* The buffer bytes ds_xfer_send (sending) or ds_xfer_recv would map and touch for file
  * over n connections with opts: what a server takes from its memory budget before the
  * transfer (0 where sendfile moves the data). */
-uint64_t ds_xfer_buffer_bytes(struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
+uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
                               const struct ds_xfer_opts *opts, bool sending);
 
 /* Sends the file's range over socks[0..n-1]. MODE S: n is 1 and the caller closes the
