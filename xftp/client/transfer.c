@@ -237,16 +237,25 @@ static int learn_origin(struct ftp *ftp, const char *remote, const struct listin
         return rc == -ENOTSUP ? 0 : rc;
 }
 
+/* Whether a remote file of size bytes, modified as the server says it, and the local file
+ * st are the same for --update: one size, and one time to the second (exact), or else the
+ * remote one no older. A size or time the server does not name says they are not. */
+static bool same_file(uint64_t size, const char *modified, const struct stat *st, bool exact)
+{
+        struct timespec when;
+        if (size == UINT64_MAX || size != (uint64_t)st->st_size || !modified[0] ||
+            listing_time_parse(modified, &when) < 0)
+                return false;
+        return exact ? when.tv_sec == st->st_mtim.tv_sec : when.tv_sec >= st->st_mtim.tv_sec;
+}
+
 /* Whether local already is what origin names (--update): a regular file of its size and,
- * to the second, its time. A time the server does not name says nothing is the same. */
+ * to the second, its time. */
 static bool same_as_origin(const char *local, const struct part_origin *origin)
 {
         struct stat st;
-        struct timespec when;
-        return origin->size != UINT64_MAX && origin->modified[0] &&
-               listing_time_parse(origin->modified, &when) == 0 && lstat(local, &st) == 0 &&
-               S_ISREG(st.st_mode) && (uint64_t)st.st_size == origin->size &&
-               st.st_mtim.tv_sec == when.tv_sec;
+        return lstat(local, &st) == 0 && S_ISREG(st.st_mode) &&
+               same_file(origin->size, origin->modified, &st, true);
 }
 
 /* Opens the partial file beside local for the remote file origin describes (part_open),
@@ -389,18 +398,13 @@ static bool remote_same(struct ftp *ftp, const char *remote, const struct listin
 {
         struct listing_facts asked = {.size = UINT64_MAX};
         struct ds_error ignored;
-        struct timespec when;
         if (!there) {
                 there = &asked;
                 if (remote_size(ftp, remote, &asked.size, &ignored) < 0 ||
                     ftp_modified(ftp, remote, asked.modified, sizeof(asked.modified), &ignored) < 0)
                         return false;
         }
-        if (there->size != (uint64_t)st->st_size || !there->modified[0] ||
-            listing_time_parse(there->modified, &when) < 0)
-                return false;
-        return ftp->feat.mfmt ? when.tv_sec == st->st_mtim.tv_sec
-                              : when.tv_sec >= st->st_mtim.tv_sec;
+        return same_file(there->size, there->modified, st, ftp->feat.mfmt);
 }
 
 void transfer_settle(struct ftp *ftp, const struct job_opts *o)
@@ -501,7 +505,8 @@ static size_t count_lines(const char *text)
 }
 
 int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
-                     const struct job_opts *o, char **text, size_t *len, struct ds_error *err)
+                     const struct job_opts *o, char **text, size_t *len, size_t *lines,
+                     struct ds_error *err)
 {
         struct ds_data_opts dopts = data_opts(o);
         struct ds_xconn conn;
@@ -527,7 +532,8 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
                 return ds_fail(err, 0, "%s %s: listing over %zu bytes", verb, path, max), -EFBIG;
         if (got < 0)
                 return (int)got;
-        if (rc == 0 && count_lines(*text) > LISTING_ENTRIES_MAX)
+        *lines = rc == 0 ? count_lines(*text) : 0;
+        if (rc == 0 && *lines > LISTING_ENTRIES_MAX)
                 rc = (ds_fail(err, 0, "%s %s: listing over %u entries", verb, path,
                               LISTING_ENTRIES_MAX),
                       -EFBIG);
@@ -542,8 +548,8 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
 int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err)
 {
         char *text = NULL;
-        size_t len;
-        int rc = transfer_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, err);
+        size_t len, lines;
+        int rc = transfer_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, &lines, err);
         if (rc < 0)
                 return rc;
         /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */

@@ -81,10 +81,11 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
  * stderr unless o->quiet. */
 void transfer_settle(struct ftp *ftp, const struct job_opts *o);
 /* Reads a listing (verb LIST or MLSD of path) over a data connection, at most max bytes
- * and LISTING_ENTRIES_MAX lines: *text (malloc'd, NUL-terminated) and *len. Returns 0 or
- * a negative errno with err filled (-EFBIG: too long). */
+ * and LISTING_ENTRIES_MAX lines: *text (malloc'd, NUL-terminated), *len and its *lines.
+ * Returns 0 or a negative errno with err filled (-EFBIG: too long). */
 int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
-                     const struct job_opts *o, char **text, size_t *len, struct ds_error *err);
+                     const struct job_opts *o, char **text, size_t *len, size_t *lines,
+                     struct ds_error *err);
 /* Prints the listing of remote (MLSD where offered, else LIST) on stdout. */
 int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err);
 /* Copies src_path on src to dst_path on dst, the data going from server to server. */

@@ -193,32 +193,24 @@ static int make_dir(const char *local, bool top, struct ds_error *err)
         return 0;
 }
 
-/* Lines of a listing. */
-static uint64_t count_lines(const char *text)
-{
-        uint64_t lines = 0;
-        for (const char *p = text; (p = strchr(p, '\n')); p++)
-                lines++;
-        return lines;
-}
-
 /* The listing of the remote directory path (MLSD where offered), within what the tree
- * may still hold. 0 and *text (the caller frees it and gives back *len of the budget), or
- * a negative errno with err filled. */
-static int list_remote(struct job *j, const char *path, char **text, size_t *len,
+ * may still hold. 0 and *text of *lines (the caller frees it and gives back *len of the
+ * budget), or a negative errno with err filled. */
+static int list_remote(struct job *j, const char *path, char **text, size_t *len, size_t *lines,
                        struct ds_error *err)
 {
         struct plan *p = &j->plan;
         size_t room = LISTINGS_HELD_MAX - p->held;
-        int rc = transfer_listing(j->ftp, j->ftp->feat.mlst ? "MLSD" : "LIST", path,
-                                  room < LISTING_MAX ? room : LISTING_MAX, j->o, text, len, err);
+        int rc =
+            transfer_listing(j->ftp, j->ftp->feat.mlst ? "MLSD" : "LIST", path,
+                             room < LISTING_MAX ? room : LISTING_MAX, j->o, text, len, lines, err);
         if (rc == -EFBIG && room < LISTING_MAX)
                 return ds_fail(err, 0, "%s: listings of nested directories over %u MiB together",
                                path, LISTINGS_HELD_MAX >> 20),
                        -EFBIG;
         if (rc < 0)
                 return rc;
-        p->seen += count_lines(*text);
+        p->seen += *lines;
         if (p->seen > TREE_ENTRIES_MAX) {
                 free(*text);
                 return ds_fail(err, 0, "%s: the tree lists over %u entries", path,
@@ -283,13 +275,13 @@ static int plan_remote_dir(struct job *j, const char *remote, const char *local,
 {
         struct ds_error err;
         char *text = NULL;
-        size_t len = 0;
+        size_t len = 0, lines;
 
         if (depth > TREE_DEPTH_MAX) {
                 plan_fail(&j->plan, remote, "deeper than 64 directories: not copied");
                 return 0;
         }
-        int rc = list_remote(j, remote, &text, &len, &err);
+        int rc = list_remote(j, remote, &text, &len, &lines, &err);
         if (rc == 0 && (rc = make_dir(local, depth == 0, &err)) < 0)
                 free(text);
         if (rc < 0) {
@@ -309,11 +301,11 @@ static int plan_remote_glob(struct job *j, const char *path, const char *dest)
         struct ds_error err;
         char dir[PATH_ROOM], *text = NULL;
         const char *pattern = base_of(path);
-        size_t len = 0;
+        size_t len = 0, lines;
         unsigned matched = 0;
 
         snprintf(dir, sizeof(dir), "%.*s", (int)(pattern - path), path);
-        int rc = list_remote(j, dir, &text, &len, &err);
+        int rc = list_remote(j, dir, &text, &len, &lines, &err);
         if (rc < 0) {
                 plan_fail(&j->plan, path, err.text);
                 return ends_job(j, j->ftp) ? rc : 0;
@@ -358,14 +350,13 @@ static int by_name(const void *a, const void *b)
 static void remote_dir_read(struct job *j, const char *path, struct remote_dir *dir)
 {
         struct ds_error ignored;
-        size_t len = 0;
+        size_t len = 0, lines;
         *dir = (struct remote_dir){0};
-        if (list_remote(j, path, &dir->text, &len, &ignored) < 0)
+        if (list_remote(j, path, &dir->text, &len, &lines, &ignored) < 0)
                 return;
         j->plan.held -= len; /* held only while its directory is walked: given back at once,
                               * the walk of a put is bounded by the local tree */
-        size_t lines = count_lines(dir->text) + 1;
-        dir->entries = calloc(lines, sizeof(*dir->entries));
+        dir->entries = calloc(lines + 1, sizeof(*dir->entries)); /* a last line without LF */
         char *save;
         for (char *line = strtok_r(dir->text, "\n", &save); line && dir->entries;
              line = strtok_r(NULL, "\n", &save)) {
