@@ -206,15 +206,12 @@ static int part_rename(const char *part, const char *local, struct ds_error *err
         return 0;
 }
 
-int part_commit(int fd, const char *part, const char *local, uint64_t size,
-                const struct timespec *modified, struct ds_error *err)
+/* A finished partial synced and renamed to local, the rename synced too. */
+static int commit_now(int fd, const char *part, const char *local, struct ds_error *err)
 {
-        int rc = part_finish(fd, part, size, modified, err);
-        if (rc < 0)
-                return rc;
         if (fsync(fd) < 0)
                 return ds_fail(err, -errno, "fsync %s", part);
-        rc = part_rename(part, local, err);
+        int rc = part_rename(part, local, err);
         if (rc < 0)
                 return rc;
         char dir[PATH_ROOM];
@@ -225,6 +222,13 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size,
                 close(dfd);
         }
         return 0;
+}
+
+int part_commit(int fd, const char *part, const char *local, uint64_t size,
+                const struct timespec *modified, struct ds_error *err)
+{
+        int rc = part_finish(fd, part, size, modified, err);
+        return rc < 0 ? rc : commit_now(fd, part, local, err);
 }
 
 /* A file that waits in a batch: its partial and its final name. */
@@ -296,7 +300,7 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                 pthread_mutex_unlock(&batch->lock);
                 free(p.part);
                 free(p.local);
-                return part_commit(fd, part, local, size, NULL, err); /* on its own */
+                return commit_now(fd, part, local, err); /* on its own */
         }
         batch->items[batch->count++] = p;
         batch->bytes += size;

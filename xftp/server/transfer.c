@@ -398,8 +398,7 @@ static struct ds_pool *lent_pool(struct session *s)
                 return NULL;
         if (ds_pool_create(&s->lend, size, LENT_BUFFERS, 0, &ignored) < 0) {
                 s->lend = NULL;
-                if (s->config->budget)
-                        ds_shared_budget_give(s->config->budget, s->config->budget_slot, bytes);
+                budget_give(s, bytes);
         }
         return s->lend;
 }
@@ -428,9 +427,7 @@ void xfer_free_lent(struct session *s)
                 return;
         ds_pool_destroy(s->lend);
         s->lend = NULL;
-        if (s->config->budget)
-                ds_shared_budget_give(s->config->budget, s->config->budget_slot,
-                                      (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE);
+        budget_give(s, (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE);
 }
 
 /* Opens the data connections, moves the data, closes them. Returns the pipeline's
