@@ -21,19 +21,26 @@ PY
 	uploader=$!
 }
 
-# await_partial BYTES: until the resume point of a partial upload begun after the last
-# call passes BYTES.
+# await_partial NAME BYTES: until the resume point of a partial upload of NAME begun
+# after the last call passes BYTES.
 await_partial() {
-	local mark f
+	local mark f stem
+	# The partials of a name start with a hash of it (FNV-1a, as the store names them).
+	stem=$(python3 -c '
+import sys
+h = 0xcbf29ce484222325
+for b in sys.argv[1].encode() + b"\0":
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print(".xftpd-part.%016x." % h)' "$1")
 	for _ in $(seq 300); do
-		for f in "$work"/root/.xftpd-part.*.len; do
+		for f in "$work/root/$stem"*.len; do
 			[ "$f" -nt "$work/since" ] || continue
 			mark=$(cat "$f" 2>/dev/null || true)
-			[ "$((10#${mark:-0}))" -ge "$1" ] && touch "$work/since" && return 0
+			[ "$((10#${mark:-0}))" -ge "$2" ] && touch "$work/since" && return 0
 		done
 		sleep 0.05
 	done
-	fail "the partial upload never reached $1 bytes"
+	fail "the partial upload of $1 never reached $2 bytes"
 }
 
 # resume NAME: PSIZ, then REST and STOR of the rest of $work/big; prints the offset.
@@ -57,7 +64,7 @@ PY
 
 start_xftpd "$port"
 slow_upload k1.bin
-await_partial 3000000
+await_partial k1.bin 3000000
 kill -9 "$uploader"
 wait "$uploader" 2>/dev/null || true
 [ ! -e "$work/root/k1.bin" ] || fail "a killed client's upload appeared under its name"
@@ -66,7 +73,7 @@ offset=$(resume k1.bin) || fail "resume after the client's kill"
 same "$work/big" "$work/root/k1.bin" "resumed from $offset after the client's kill -9: identical bytes"
 
 slow_upload k2.bin
-await_partial 3000000
+await_partial k2.bin 3000000
 pkill -9 -P "$xftpd_pid"
 kill -9 "$xftpd_pid"
 wait "$xftpd_pid" 2>/dev/null || true
@@ -80,10 +87,40 @@ same "$work/big" "$work/root/k2.bin" "resumed from $offset after the server's ki
 # An upload over a committed file leaves it whole until the new one is.
 cp "$work/big" "$work/root/keep.bin"
 slow_upload keep.bin
-await_partial 2000000
+await_partial keep.bin 2000000
 kill -9 "$uploader"
 wait "$uploader" 2>/dev/null || true
 same "$work/big" "$work/root/keep.bin" "an interrupted upload leaves the old file as it was"
+
+# The partial itself is the upload's lock: a second upload of the same name by the same
+# user waits for the first, then is refused (450) without touching its bytes.
+slow_upload busy.bin
+await_partial busy.bin 1000000
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "a second upload of a name in flight"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+code = c.pasv_put('STOR busy.bin', b'z' * 1000)
+assert code == 450, code
+PY
+wait "$uploader" || fail "the first upload of busy.bin failed beside a second one"
+same "$work/big" "$work/root/busy.bin" "a second upload of a name in flight is refused (450); the first ends whole"
+# A one-block upload leaves nothing beside its file: no partial, no resume point.
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "small upload"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.expect(257, 'MKD clean')
+assert c.pasv_put('STOR clean/small.bin', b's' * 4096) == 226
+PY
+left=$(ls -A "$work/root/clean")
+[ "$left" = small.bin ] || fail "a one-block upload left: $left"
+[ "$(stat -c %s "$work/root/clean/small.bin")" = 4096 ] || fail "small.bin is not whole"
+pass "a committed one-block upload leaves no temporary file or resume point behind"
 
 python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "ALLO, ABOR"
 import sys, socket
@@ -146,7 +183,7 @@ pass "ALLO: an upload shorter than announced holds no disk past its data"
 
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin
-await_partial 1000000
+await_partial t.bin 1000000
 kill "$xftpd_pid"
 for _ in $(seq 100); do kill -0 "$xftpd_pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$xftpd_pid" 2>/dev/null && fail "xftpd still runs 10 s after SIGTERM"

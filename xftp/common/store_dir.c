@@ -1,7 +1,8 @@
 /* The plain-directory store: every path opened beneath one root descriptor. An upload
- * lives in ".xftpd-part.KEY" beside its final name, with ".xftpd-part.KEY.len" holding the
- * length of its whole prefix (the resume point) as decimal text; KEY is a hash of the
- * name, a dot and a hash of the user, so the partials of one name are found by prefix. */
+ * lives in ".xftpd-part.KEY" beside its final name, locked while it is written, with
+ * ".xftpd-part.KEY.len" holding the length of its whole prefix (the resume point) as
+ * decimal text once there is one past the first block; KEY is a hash of the name, a dot
+ * and a hash of the user, so the partials of one name are found by prefix. */
 #include "store_int.h"
 
 #include <dragstrip/error.h>
@@ -32,12 +33,12 @@ struct dir_file {
         struct ds_store_file base;
         int fd;
         int parent_fd; /* uploads: the directory the file lands in */
-        int mark_fd;   /* uploads: the resume point's file */
+        int mark_fd;   /* uploads: the resume point's file, made when first written */
         uint64_t marked;
         bool first_unmarked; /* the first block's resume point is not written (dir_prefix) */
         uint64_t unmarked;   /* that block's end, written if the upload is kept for REST */
         bool upload;
-        bool fresh; /* the upload made its temporary file (not continuing one) */
+        bool fresh; /* the upload made or emptied its temporary file (not continuing one) */
         bool committed;
         int synced; /* ds_store_sync's result: 1 synced, a negative errno, 0 not yet */
         char leaf[256];
@@ -201,9 +202,20 @@ static void part_names(const char *user, const char *leaf, char *part, char *mar
         snprintf(mark, len, PART_PREFIX "%016" PRIx64 ".%016" PRIx64 ".len", leaf_hash, user_hash);
 }
 
+/* Whether fd is still the regular file named part in parent: an upload that held its
+ * lock before may have committed it (renamed it to its final name) meanwhile. */
+static bool still_named(int parent, const char *part, int fd)
+{
+        struct stat named, held;
+
+        return fstatat(parent, part, &named, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &held) == 0 &&
+               S_ISREG(held.st_mode) && named.st_ino == held.st_ino && named.st_dev == held.st_dev;
+}
+
 /* Removes the partial whose file (or resume point's file) is entry, unless an upload
- * holds it: its lock is taken as an upload takes it, without waiting. Returns 1 when it
- * removed a file, 0 when there was none to remove, -EBUSY when an upload holds it. */
+ * holds it: its lock is taken as an upload takes it, without waiting. A resume point whose
+ * partial is gone (a commit cut between its rename and the point's removal) goes too.
+ * Returns 1 when it removed a partial, 0 when there was none, -EBUSY when an upload holds it. */
 static int remove_partial(int dir_fd, const char *entry)
 {
         char part[80], mark[sizeof(part) + 4];
@@ -214,14 +226,15 @@ static int remove_partial(int dir_fd, const char *entry)
                 return 0;
         snprintf(part, sizeof(part), "%.*s", (int)(is_mark ? len - 4 : len), entry);
         snprintf(mark, sizeof(mark), "%s.len", part);
-        int fd = openat(dir_fd, mark, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = openat(dir_fd, part, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                unlinkat(dir_fd, mark, 0);
         if (fd < 0)
-                return 0; /* not ours to judge (a directory, a link): left alone */
-        struct stat sb;
+                return 0; /* gone, or not ours to judge (a directory, a link): left alone */
         if (flock(fd, LOCK_EX | LOCK_NB) != 0)
                 return close_keep(fd, -EBUSY);
         int removed = 0;
-        if (fstat(fd, &sb) == 0 && sb.st_nlink > 0) {
+        if (still_named(dir_fd, part, fd)) {
                 removed = unlinkat(dir_fd, part, 0) == 0;
                 unlinkat(dir_fd, mark, 0);
         }
@@ -358,21 +371,30 @@ static int dir_open_read(struct ds_store *store, const char *path, struct ds_sto
         return rc;
 }
 
-/* Opens the resume point's file and locks it (LOCK_EX for an upload, LOCK_SH to read it),
- * waiting up to LOCK_WAIT_MS for an upload of the same file that is still ending (its
- * client just gone). The lock keeps two uploads from writing one partial. Returns the
- * descriptor, -ENOENT, -EBUSY, or another negative errno. */
-static int lock_mark(int parent, const char *mark, int op)
+/* Opens a partial, made when absent if created is given (*created then tells), and locks
+ * it (LOCK_EX for an upload, LOCK_SH to read its resume point), waiting up to LOCK_WAIT_MS
+ * for an upload of the same file that is still ending (its client just gone). The lock
+ * on the partial itself keeps two uploads from writing one partial; a lock file beside it
+ * would cost an inode made and freed per upload, and ext4 then searches its inode table
+ * past every recently freed one (two thirds of the server's time in a tree of small
+ * uploads). Returns the descriptor, -ENOENT, -EBUSY, or another negative errno. */
+static int lock_partial(int parent, const char *part, int op, bool *created)
 {
-        int flags = (op == LOCK_EX ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC;
+        int flags = (op == LOCK_EX ? O_RDWR : O_RDONLY | O_NONBLOCK) | O_NOFOLLOW | O_CLOEXEC;
 
         for (int waited = 0;; waited += 50) {
-                int fd = openat(parent, mark, flags, 0600);
-                if (fd < 0)
+                int fd = created ? openat(parent, part, flags | O_CREAT | O_EXCL, 0644) : -1;
+                if (created)
+                        *created = fd >= 0;
+                if (fd < 0 && created && errno != EEXIST)
                         return -errno;
-                struct stat sb;
+                if (fd < 0 && (fd = openat(parent, part, flags)) < 0) {
+                        if (errno == ENOENT && created)
+                                continue; /* committed or removed since: make it afresh */
+                        return -errno;
+                }
                 if (flock(fd, op | LOCK_NB) == 0) {
-                        if (fstat(fd, &sb) == 0 && sb.st_nlink > 0)
+                        if (still_named(parent, part, fd))
                                 return fd;
                         close(fd); /* committed meanwhile: open the name afresh */
                         continue;
@@ -387,15 +409,19 @@ static int lock_mark(int parent, const char *mark, int op)
         }
 }
 
-/* The resume point recorded in mark_fd for a partial, never more than its size. */
-static int read_mark(int parent, const char *part, int mark_fd, uint64_t *size)
+/* The resume point recorded for the locked partial part_fd, never more than its size. */
+static int read_mark(int parent, const char *mark, int part_fd, uint64_t *size)
 {
         char text[MARK_LEN + 1] = "";
         struct stat sb;
 
-        if (fstatat(parent, part, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+        if (fstat(part_fd, &sb) < 0)
+                return -errno;
+        int mark_fd = openat(parent, mark, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (mark_fd < 0)
                 return -ENOENT;
         ssize_t n = pread(mark_fd, text, MARK_LEN, 0);
+        close(mark_fd);
         char *end;
         errno = 0;
         unsigned long long value = n > 0 ? strtoull(text, &end, 10) : 0;
@@ -410,7 +436,7 @@ static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
         struct dir_file *file = (struct dir_file *)base;
         char text[MARK_LEN + 1];
 
-        if (file->mark_fd < 0 || prefix_end <= file->marked)
+        if (prefix_end <= file->marked)
                 return;
         /* The first block is not marked: a file of one block (a tree's small file) then
          * never gives the mark a disk block, whose release when the mark goes cost a
@@ -421,9 +447,12 @@ static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
                 file->unmarked = prefix_end;
                 return;
         }
+        if (file->mark_fd < 0)
+                file->mark_fd = openat(file->parent_fd, file->mark,
+                                       O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         /* One small write per block: the resume point survives a kill of the server. */
         snprintf(text, sizeof(text), "%020" PRIu64 "\n", prefix_end);
-        if (pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
+        if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
                 file->marked = prefix_end;
 }
 
@@ -472,8 +501,8 @@ static int copy_committed(struct dir_file *file, uint64_t len)
         return close_keep(src, rc);
 }
 
-/* Where the upload starts: a partial continued, the committed file's bytes kept, or an
- * empty file. Returns 0 with file->fd open and file->base.start set. */
+/* Where the upload starts in its locked partial (file->fd): a partial continued, the
+ * committed file's bytes kept, or an empty file. Returns 0 with file->base.start set. */
 static int start_upload(struct dir_file *file, const struct ds_store_upload *how)
 {
         struct stat sb;
@@ -484,22 +513,19 @@ static int start_upload(struct dir_file *file, const struct ds_store_upload *how
 
         if (committed && S_ISDIR(sb.st_mode))
                 return -EISDIR;
-        if (how->offset > 0 && !how->append &&
-            read_mark(file->parent_fd, file->part, file->mark_fd, &whole) == 0 &&
-            whole >= how->offset) {
-                file->fd = openat(file->parent_fd, file->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-                if (file->fd < 0)
-                        return -errno;
+        if (how->offset > 0 && !how->append && !file->fresh &&
+            read_mark(file->parent_fd, file->mark, file->fd, &whole) == 0 && whole >= how->offset) {
                 file->base.start = how->offset;
                 return ftruncate(file->fd, (off_t)how->offset) < 0 ? -errno : 0;
         }
         uint64_t keep = how->append ? (committed ? (uint64_t)sb.st_size : 0) : how->offset;
         if (keep > 0 && (!committed || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size < keep))
                 return -ERANGE;
-        file->fd = openat(file->parent_fd, file->part,
-                          O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (file->fd < 0)
+        if (!file->fresh && ftruncate(file->fd, 0) < 0)
                 return -errno;
+        /* A resume point left by an earlier upload (or a commit cut short) would speak for
+         * bytes this one writes. */
+        unlinkat(file->parent_fd, file->mark, 0);
         file->fresh = true;
         file->base.start = keep;
         return keep > 0 ? copy_committed(file, keep) : 0;
@@ -520,7 +546,7 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
         if (rc >= 0) {
                 snprintf(file->leaf, sizeof(file->leaf), "%s", leaf);
                 part_names(how->user, leaf, file->part, file->mark, sizeof(file->part));
-                file->mark_fd = rc = lock_mark(file->parent_fd, file->mark, LOCK_EX);
+                file->fd = rc = lock_partial(file->parent_fd, file->part, LOCK_EX, &file->fresh);
         }
         if (rc >= 0)
                 rc = start_upload(file, how);
@@ -533,12 +559,8 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
                 return rc;
         }
         /* The resume point starts where the data will: what came before is whole. */
-        file->marked = UINT64_MAX;
-        if (ftruncate(file->mark_fd, 0) == 0) {
-                file->marked = 0;
-                dir_prefix(&file->base, file->base.start);
-                file->first_unmarked = true;
-        }
+        dir_prefix(&file->base, file->base.start);
+        file->first_unmarked = true;
         *out = &file->base;
         return 0;
 }
@@ -564,7 +586,8 @@ static int dir_commit(struct ds_store_file *base)
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
         file->committed = true;
-        unlinkat(file->parent_fd, file->mark, 0);
+        if (file->mark_fd >= 0)
+                unlinkat(file->parent_fd, file->mark, 0);
         return fsync(file->parent_fd) < 0 ? -errno : 0;
 }
 
@@ -577,7 +600,7 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
         struct stat sb;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
                 dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
-        if (file->upload && !file->committed && file->mark_fd >= 0 &&
+        if (file->upload && !file->committed && file->fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
                 unlinkat(file->parent_fd, file->part, 0);
                 unlinkat(file->parent_fd, file->mark, 0);
@@ -598,8 +621,8 @@ static int dir_partial_size(struct ds_store *store, const char *user, const char
         if (parent < 0)
                 return parent;
         part_names(user, leaf, part, mark, sizeof(part));
-        int fd = lock_mark(parent, mark, LOCK_SH);
-        int rc = fd < 0 ? fd : read_mark(parent, part, fd, size);
+        int fd = lock_partial(parent, part, LOCK_SH, NULL);
+        int rc = fd < 0 ? fd : read_mark(parent, mark, fd, size);
         if (fd >= 0)
                 close(fd);
         return close_keep(parent, rc);
