@@ -1,5 +1,6 @@
 /* A session's control connection: reading lines with deadlines, login, and the commands
- * that move no data. transfer.c has the ones that do. */
+ * that move no data. channel.c, transfer.c, list.c and hash.c have the ones that use a
+ * data connection or read a file. */
 #include "session.h"
 #include "watch.h"
 

@@ -61,7 +61,7 @@ void xftpd_session_catch_ban(void);
  * Returns the process's exit status (0, or 1 after a failure of the server's own). */
 int xftpd_session_run(const struct xftpd_config *config, int ctl);
 
-/* The session's state, shared by session.c (commands) and transfer.c (data). */
+/* The session's state, shared by session.c (commands) and the data commands. */
 struct session {
         const struct xftpd_config *config;
         struct ds_xconn ctl; /* the control connection; every byte of it passes here */
@@ -136,7 +136,7 @@ long session_read_line(struct session *s, uint64_t deadline_ns);
 /* Drops the first len bytes of s->in (the line just handled). */
 void session_consume(struct session *s, size_t len);
 
-/* Data commands (transfer.c). */
+/* Data commands (channel.c, transfer.c, list.c, hash.c). */
 void xfer_cmd_pasv(struct session *s, bool extended, const char *arg);
 void xfer_cmd_port(struct session *s, bool extended, const char *arg);
 void xfer_cmd_retr(struct session *s, const char *path);

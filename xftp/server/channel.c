@@ -1,0 +1,254 @@
+/* PASV, EPSV, PORT and EPRT; the data connections they set up (or a MODE E transfer
+ * kept) opened for a transfer or a listing; the replies that end a transfer. */
+#include "channel.h"
+
+#include "ftps.h"
+#include "log.h"
+
+#include <dragstrip/error.h>
+#include <dragstrip/stop.h>
+
+#include "modee.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Forgets the data connection set up, not REST, RANG or ALLO: clients send those before
+ * or after PASV. */
+static void forget_data(struct session *s)
+{
+        if (s->pasv_fd >= 0)
+                close(s->pasv_fd);
+        s->pasv_fd = -1;
+        s->active.len = 0;
+}
+
+void xfer_drop_kept(struct session *s)
+{
+        ds_xconn_drop_all(s->kept, s->kept_n); /* the client waits for replies */
+        s->kept_n = 0;
+}
+
+/* Whether the kept connections can carry a transfer: nothing came on them since (a client
+ * that closed its end, or sent bytes no transfer asked for, has them no more). */
+static bool kept_alive(struct session *s)
+{
+        for (unsigned i = 0; i < s->kept_n; i++) {
+                struct pollfd pfd = {.fd = s->kept[i].fd, .events = POLLIN | POLLRDHUP};
+                bool pending = s->kept[i].ops->pending && s->kept[i].ops->pending(&s->kept[i]) > 0;
+                if (pending || poll(&pfd, 1, 0) != 0)
+                        return false;
+        }
+        return true;
+}
+
+void xfer_reset(struct session *s)
+{
+        forget_data(s);
+        s->rest = s->allocate = 0;
+        s->range_start = s->range_end = 0;
+}
+
+struct ds_data_opts xfer_data_opts(struct session *s, atomic_bool *stop)
+{
+        size_t buf = s->config->block < (64u << 20) ? s->config->block : (64u << 20);
+        return (struct ds_data_opts){.sockbuf = (int)buf,
+                                     .timeout_ms = s->config->data_ms,
+                                     .stop = stop,
+                                     .port_lo = s->config->pasv_lo,
+                                     .port_hi = s->config->pasv_hi};
+}
+
+void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
+{
+        struct ds_error err;
+        struct ds_ftp_addr bound;
+        char text[DS_FTP_ADDR_TEXT];
+        int family = s->local.ss.ss_family;
+        bool v4 = family == AF_INET || ds_ftp_format_port(&s->local, text, sizeof(text)) == 0;
+
+        if (extended && strcasecmp(arg, "ALL") == 0) {
+                s->epsv_all = true;
+                session_reply(s, "200 EPSV ALL: only EPSV from now on.");
+                return;
+        }
+        if (extended && arg[0] && strcmp(arg, v4 ? "1" : "2") != 0) {
+                session_reply(s, "522 Network protocol not supported, use (%s)", v4 ? "1" : "2");
+                return;
+        }
+        if (!extended && s->epsv_all) {
+                session_reply(s, "503 EPSV ALL was given: use EPSV.");
+                return;
+        }
+        if (!extended && !v4) {
+                session_reply(s, "425 PASV is for IPv4: use EPSV.");
+                return;
+        }
+        forget_data(s);
+        struct ds_data_opts opts = xfer_data_opts(s, NULL);
+        int fd = ds_data_listen(&s->local, &opts, &err);
+        s->pasv_fd = fd;
+        if (fd < 0 || ds_ftp_addr_local(fd, &bound) < 0) {
+                forget_data(s);
+                session_reply(s, "425 Cannot open a passive port%s.",
+                              fd == -EADDRINUSE ? ": all in use, try later" : "");
+                return;
+        }
+        if (extended) {
+                ds_ftp_format_epsv(ds_ftp_addr_port(&bound), text, sizeof(text));
+                session_reply(s, "229 Entering Extended Passive Mode %s", text);
+        } else {
+                /* Behind NAT the address clients reach (--pasv-address) is not ours. EPSV
+                 * names no address (RFC 2428): the client uses the control connection's. */
+                if (s->config->pasv_addr.len) {
+                        uint16_t port = ds_ftp_addr_port(&bound);
+                        bound = s->config->pasv_addr;
+                        ds_ftp_addr_set_port(&bound, port);
+                }
+                ds_ftp_format_port(&bound, text, sizeof(text));
+                session_reply(s, "227 Entering Passive Mode (%s).", text);
+        }
+}
+
+/* Whether a data connection may come from, or go to, a host other than the client's:
+ * server-to-server copies, only when the server allows them (--fxp), never anonymous. */
+static bool third_host_ok(const struct session *s)
+{
+        return s->config->fxp && !s->anonymous;
+}
+
+void xfer_cmd_port(struct session *s, bool extended, const char *arg)
+{
+        struct ds_ftp_addr addr;
+
+        if (s->epsv_all) {
+                session_reply(s, "503 EPSV ALL was given: use EPSV.");
+                return;
+        }
+        int rc = extended ? ds_ftp_parse_eprt(arg, &addr) : ds_ftp_parse_port(arg, &addr);
+        if (rc == -EAFNOSUPPORT) {
+                session_reply(s, "522 Network protocol not supported, use (1,2)");
+                return;
+        }
+        if (rc < 0) {
+                session_reply(s, "501 Malformed %s argument.", extended ? "EPRT" : "PORT");
+                return;
+        }
+        /* FTP bounce protection: never a privileged port, and a third host only with --fxp
+         * for a user who logged in with a password (server-to-server copies). */
+        if (ds_ftp_addr_port(&addr) < 1024) {
+                session_reply(s, "504 Refused: port below 1024.");
+                return;
+        }
+        if (!ds_ftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
+                session_reply(s, "504 Refused: data connections go to your own address.");
+                return;
+        }
+        forget_data(s);
+        s->active = addr;
+        session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
+}
+
+/* One line per transfer for the connections a passive port turned away. */
+static void log_refused(struct session *s, const struct ds_data_refused *refused)
+{
+        char from[DS_FTP_ADDR_TEXT];
+
+        ds_ftp_addr_text(&refused->first, from, sizeof(from));
+        xftpd_log(LOG_WARNING, "%s %s refused %u data connection%s from another host (first %s)%s",
+                  s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
+                  s->anonymous ? "" : "; --fxp allows them");
+}
+
+/* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
+ * connections kept from the last one when no PASV or PORT came since (*reused says so);
+ * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
+ * cannot. */
+int xfer_open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool reuse, bool *reused)
+{
+        struct ds_error err;
+        struct ds_data_opts opts = xfer_data_opts(s, &s->xfer_stop);
+        int fds[DS_MODEE_MAX_STREAMS];
+        int rc;
+
+        *reused = false;
+        if (ftps_data_refused(s))
+                return -EACCES;
+        if (reuse && s->kept_n == n && s->kept_prot_p == s->prot_p && s->pasv_fd < 0 &&
+            !s->active.len) {
+                if (!kept_alive(s)) {
+                        xfer_drop_kept(s);
+                        session_reply(s, "425 The kept data connections were closed: use PASV "
+                                         "or PORT.");
+                        return -ENOTCONN;
+                }
+                memcpy(conns, s->kept, n * sizeof(*conns));
+                s->kept_n = 0;
+                *reused = true;
+                return 0;
+        }
+        xfer_drop_kept(s);
+        if (s->pasv_fd >= 0) {
+                /* A third host that races the client for the port gets nothing. */
+                struct ds_data_refused refused = {0};
+                rc = ds_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
+                                    &refused, &err);
+                if (refused.count)
+                        log_refused(s, &refused);
+        } else if (s->active.len) {
+                struct ds_ftp_addr from = s->local;
+                ds_ftp_addr_set_port(&from, 0);
+                rc = ds_data_connect(&s->active, &from, fds, n, &opts, &err);
+        } else {
+                session_reply(s, "425 Use PORT, EPRT, PASV or EPSV first.");
+                return -ENOTCONN;
+        }
+        for (unsigned i = 0; i < n; i++)
+                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
+        if (rc < 0)
+                session_reply(s, "425 Cannot open the data connection: %s.", err.text);
+        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */
+                session_reply(s, "226 ABOR done.");
+        return rc;
+}
+
+/* Replies for a transfer cut short, and for the ABOR that cut it. */
+void xfer_reply_cut(struct session *s, int rc, const char *why)
+{
+        if (atomic_load(&s->ctl_gone))
+                return;
+        if (atomic_load(&s->aborted)) {
+                session_reply(s, "426 Transfer aborted.");
+                session_reply(s, "226 ABOR done.");
+        } else if (rc == -ENOSPC || rc == -EDQUOT) {
+                session_reply(s, "452 Insufficient storage space; the partial file is removed.");
+        } else if (rc == -EFBIG && s->allocate) {
+                session_reply(s,
+                              "552 More data than the %llu bytes announced; the partial file is "
+                              "removed.",
+                              (unsigned long long)s->allocate);
+        } else if (rc == -EFBIG) {
+                /* No ALLO: the limit is the file system's largest file, as the write says. */
+                session_reply(s,
+                              "552 Beyond the largest file this store takes (%s); the partial "
+                              "file is removed.",
+                              why);
+        } else if (ds_stopping()) {
+                session_reply(s, "426 Server shutting down.");
+        } else {
+                session_reply(s, "426 Transfer failed: %s.", why);
+        }
+}
+
+/* A transfer that ended well: 226, and a second 226 for an ABOR that came too late to
+ * cut it (the client waits for a reply to it). */
+void xfer_reply_done(struct session *s, const char *text)
+{
+        session_reply(s, "226 %s", text);
+        if (atomic_load(&s->aborted))
+                session_reply(s, "226 ABOR: the transfer had ended.");
+}

@@ -1,0 +1,32 @@
+/* The data connections of a session's transfers and listings: what PASV, EPSV, PORT and
+ * EPRT set up (or a MODE E transfer kept), opened when a command needs them, and the
+ * replies that end a transfer over them. */
+#ifndef XFTPD_CHANNEL_H
+#define XFTPD_CHANNEL_H
+
+#include "session.h"
+
+#include "dataconn.h"
+#include "xconn.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* The data connections' options: socket buffers, deadline, passive ports, and stop (may be
+ * NULL), which ends every wait on them. */
+struct ds_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);
+
+/* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
+ * connections kept from the last one when no PASV or PORT came since (*reused says so);
+ * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
+ * cannot. */
+int xfer_open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool reuse, bool *reused);
+
+/* Replies for a transfer cut short (rc, why), and for the ABOR that cut it. */
+void xfer_reply_cut(struct session *s, int rc, const char *why);
+
+/* A transfer that ended well: "226 text", and a second 226 for an ABOR that came too
+ * late to cut it (the client waits for a reply to it). */
+void xfer_reply_done(struct session *s, const char *text);
+
+#endif
