@@ -2,6 +2,7 @@
 #include <dragstrip/cli.h>
 
 #include <dragstrip/clock.h>
+#include <dragstrip/error.h>
 #include <dragstrip/net.h>
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
@@ -61,7 +62,9 @@ _Noreturn void ds_cli_bad_option(const char *tool, char **argv, int getopt_resul
 
 void ds_cli_catch_stop(atomic_bool *stop)
 {
-        ds_stop_catch(stop);
+        struct ds_error err;
+        if (ds_stop_catch(stop, &err) < 0)
+                errx(1, "%s", err.text);
 }
 
 int ds_cli_ms(const char *opt, const char *arg)

@@ -2,9 +2,9 @@
 #include <dragstrip/stop.h>
 
 #include <dragstrip/clock.h>
+#include <dragstrip/error.h>
 #include <dragstrip/live.h>
 
-#include <err.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,21 +29,23 @@ static void on_signal(int signo)
                 atomic_store(tool_flag, true); /* lock-free, so safe in a handler */
 }
 
-void ds_stop_catch(atomic_bool *also)
+int ds_stop_catch(atomic_bool *also, struct ds_error *err)
 {
         tool_flag = also;
         snprintf(live_path, sizeof(live_path), "/dev/shm/%s%d", DS_LIVE_PREFIX, (int)getpid());
         struct sigaction sa = {.sa_handler = on_signal};
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
-                err(1, "sigaction");
+                return ds_fail(err, -errno, "catching SIGINT and SIGTERM");
         /* A hang-up (the terminal or the ssh session gone) stops as SIGTERM does, unless
          * the tool was started to outlive it (nohup leaves it ignored). */
         struct sigaction hup;
         if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN &&
             sigaction(SIGHUP, &sa, NULL) != 0)
-                err(1, "sigaction");
-        signal(SIGPIPE, SIG_IGN);
+                return ds_fail(err, -errno, "catching SIGHUP");
+        if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+                return ds_fail(err, -errno, "ignoring SIGPIPE");
+        return 0;
 }
 
 void ds_stop_request(int signo)

@@ -147,7 +147,7 @@ static void test_a_signal_ends_long_waits_and_sets_the_status(void **state)
 {
         (void)state;
         atomic_bool flag = false;
-        ds_stop_catch(&flag);
+        assert_int_equal(ds_stop_catch(&flag, NULL), 0);
         assert_false(ds_stopping());
         assert_int_equal(ds_stop_status(), 0);
         assert_int_equal(ds_stop_signal(), 0);

@@ -18,11 +18,14 @@
 
 #define DS_STOP_SLICE_MS 100
 
+struct ds_error;
+
 /* Installs the SIGINT, SIGTERM and SIGHUP handlers (SIGHUP only where it is not ignored,
  * so nohup still works; and ignores SIGPIPE, so a vanished peer is EPIPE); a signal also sets *also
  * (may be NULL), for a tool that polls a flag of its own. Only main() calls it, through
- * ds_cli_catch_stop. */
-void ds_stop_catch(atomic_bool *also);
+ * ds_cli_catch_stop. Returns 0, or a negative errno with err saying which signal could
+ * not be caught. */
+int ds_stop_catch(atomic_bool *also, struct ds_error *err);
 
 /* Asks for a stop as a signal would (signo 0: not a signal, e.g. a test). */
 void ds_stop_request(int signo);
