@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 struct options {
-        const char *link_name;
+        const struct ds_link_ops *link;
         const char *iface;
         uint16_t port;
         uint32_t msg_size;
@@ -76,19 +76,15 @@ static void parse(int argc, char **argv, struct options *o)
             {"version", no_argument, NULL, OPT_VERSION},
             {NULL, 0, NULL, 0},
         };
-        *o = (struct options){.link_name = "tcp",
-                              .port = 5060,
-                              .seconds = 1,
-                              .timeout_s = 5,
-                              .slow = 0.5,
-                              .out = "linkmatrix"};
-        const char *len = NULL;
+        *o = (struct options){
+            .port = 5060, .seconds = 1, .timeout_s = 5, .slow = 0.5, .out = "linkmatrix"};
+        const char *len = NULL, *link_name = "tcp";
         int c;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":x:d:p:l:w:o:h", longs, NULL)) != -1) {
                 switch (c) {
                 case 'x':
-                        o->link_name = optarg;
+                        link_name = optarg;
                         break;
                 case 'd':
                         o->iface = optarg;
@@ -146,8 +142,12 @@ static void parse(int argc, char **argv, struct options *o)
                 fprintf(stderr, "linkmatrix: --timeout must be above 0 and at most 600 seconds\n");
                 exit(2);
         }
-        bool raw = strcmp(o->link_name, "raw") == 0;
-        o->msg_size = len ? (uint32_t)ds_cli_size("-l", len, 64, 1u << 30) : raw ? 64000 : 1u << 20;
+        o->link = ds_cli_link(link_name, o->iface);
+        /* A link of frames on an interface runs best with a message in one jumbo frame. */
+        bool frames = o->link->caps & DS_LINK_NEEDS_IFACE;
+        o->msg_size = len      ? (uint32_t)ds_cli_size("-l", len, 64, 1u << 30)
+                      : frames ? 64000
+                               : 1u << 20;
 }
 
 /* What each rank tells the others. */
@@ -159,10 +159,10 @@ struct rank_info {
         char reason[PAIR_REASON_MAX];
 };
 
-/* The IPv4 address (or, for raw, the MAC) of iface. */
-static int iface_addr(const char *iface, bool raw, char *out, size_t cap, struct ds_error *err)
+/* The IPv4 address (or, by_mac, the MAC) of iface. */
+static int iface_addr(const char *iface, bool by_mac, char *out, size_t cap, struct ds_error *err)
 {
-        if (raw) {
+        if (by_mac) {
                 char path[128];
                 snprintf(path, sizeof(path), "/sys/class/net/%s/address", iface);
                 FILE *f = fopen(path, "r");
@@ -411,12 +411,12 @@ static void info_sanitize(struct rank_info *info)
 static void exchange_info(struct world *w, const struct ds_link_ops *ops)
 {
         struct rank_info *me = &w->info[w->rank];
-        bool raw = strcmp(ops->name, "raw") == 0;
+        bool by_mac = ops->caps & DS_LINK_MAC_PEER;
         gethostname(me->host, sizeof(me->host) - 1);
         me->port = (uint16_t)(w->o->port + w->rank);
         if (w->o->iface) {
                 struct ds_error err = {{0}};
-                if (iface_addr(w->o->iface, raw, me->addr, sizeof(me->addr), &err) < 0) {
+                if (iface_addr(w->o->iface, by_mac, me->addr, sizeof(me->addr), &err) < 0) {
                         fprintf(stderr, "linkmatrix: rank %d: %s\n", w->rank, err.text);
                         MPI_Abort(MPI_COMM_WORLD, 2);
                 }
@@ -454,7 +454,7 @@ int main(int argc, char **argv)
         MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
         MPI_Comm_size(MPI_COMM_WORLD, &w.size);
         parse(argc, argv, &o);
-        const struct ds_link_ops *ops = ds_cli_link(o.link_name, o.iface);
+        const struct ds_link_ops *ops = o.link;
         if (w.size < 2) {
                 if (w.rank == 0)
                         fprintf(stderr, "linkmatrix: needs 2 or more ranks (mpirun -np N)\n");

@@ -11,7 +11,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static atomic_bool stop_requested;
 
@@ -158,7 +157,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         o->link = ds_cli_link(link, o->where.iface);
         if (count_given && o->duration_s > 0)
                 errx(2, "-n and -w are exclusive: send a count or for a time");
-        if (o->op != DS_OP_DEFAULT && strcmp(link, "verbs") != 0)
+        if (o->op != DS_OP_DEFAULT && !(o->link->caps & DS_LINK_CHOOSES_OP))
                 errx(2, "--op is for -x verbs only");
         if (!count_given && o->duration_s <= 0) {
                 o->count = (1ull << 30) / o->msg_size;

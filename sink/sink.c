@@ -11,7 +11,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static atomic_bool stop_requested;
 
@@ -127,8 +126,8 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
         if (optind != argc)
                 errx(2, "unexpected argument '%s': sink takes options only; see -h", argv[optind]);
         o->link = ds_cli_link(link, o->where.iface);
-        if (o->where.pcap_path && strcmp(link, "raw") != 0)
-                errx(2, "--pcap is for -x raw only");
+        if (o->where.pcap_path && !(o->link->caps & DS_LINK_PCAP))
+                errx(2, "--pcap is for -x raw only, in a build with libpcap");
 }
 
 int main(int argc, char **argv)

@@ -5,14 +5,13 @@
 #include <dragstrip/link.h>
 
 #include <err.h>
-#include <string.h>
 
 const struct ds_link_ops *ds_cli_link(const char *name, const char *iface)
 {
         const struct ds_link_ops *link = ds_link_find(name);
         if (!link)
                 errx(2, "-x: '%s' is not a link this build knows (%s)", name, ds_link_names());
-        if (strcmp(name, "raw") == 0 && !iface)
-                errx(2, "-x raw needs -d IFACE");
+        if ((link->caps & DS_LINK_NEEDS_IFACE) && !iface)
+                errx(2, "-x %s needs -d IFACE", link->name);
         return link;
 }

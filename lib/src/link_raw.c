@@ -36,6 +36,9 @@
 #include <unistd.h>
 #ifdef DS_HAVE_PCAP
 #include <pcap/pcap.h>
+#define RAW_PCAP_CAP DS_LINK_PCAP
+#else
+#define RAW_PCAP_CAP 0 /* no libpcap to write traces with */
 #endif
 
 #define ETH_HDR      14u
@@ -839,7 +842,8 @@ static int raw_accept(struct ds_link_listener *listener, struct ds_link **out, i
 
 const struct ds_link_ops ds_link_raw = {
     .name = "raw",
-    .caps = DS_LINK_BOUNDARIES | DS_LINK_ZERO_COPY_RX | DS_LINK_CTL_UNRELIABLE,
+    .caps = DS_LINK_BOUNDARIES | DS_LINK_ZERO_COPY_RX | DS_LINK_CTL_UNRELIABLE |
+            DS_LINK_NEEDS_IFACE | DS_LINK_MAC_PEER | RAW_PCAP_CAP,
     .listen = raw_listen,
     .accept = raw_accept,
     .unlisten = raw_unlisten,

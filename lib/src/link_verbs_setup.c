@@ -538,7 +538,7 @@ static void verbs_close(struct ds_link *link)
 const struct ds_link_ops ds_link_verbs = {
     .name = "verbs",
     .caps = DS_LINK_RELIABLE | DS_LINK_OWN_FLOW | DS_LINK_BOUNDARIES | DS_LINK_REGISTERED |
-            DS_LINK_ZERO_COPY_RX | DS_LINK_ASYNC_SEND,
+            DS_LINK_ZERO_COPY_RX | DS_LINK_ASYNC_SEND | DS_LINK_CHOOSES_OP,
     .listen = verbs_listen,
     .accept = verbs_accept,
     .unlisten = verbs_unlisten,

@@ -303,7 +303,7 @@ static uint32_t check_hello(struct ds_session *s, ds_session_admit_fn admit, voi
         const struct ds_wire_hello *h = &s->hello;
         if (h->msg_size > s->link->max_msg)
                 return DS_ACK_TOO_BIG;
-        if (h->op != DS_OP_DEFAULT && strcmp(s->link->ops->name, "verbs") != 0)
+        if (h->op != DS_OP_DEFAULT && !(s->link->caps & DS_LINK_CHOOSES_OP))
                 return DS_ACK_UNSUPPORTED;
         return admit ? admit(s, ctx) : DS_ACK_OK; /* last: it may take resources */
 }

@@ -39,7 +39,9 @@
  *   1. Write lib/src/link_NAME.c with a struct that embeds `struct ds_link base` first,
  *      static functions for the operations below, and one exported table
  *      `const struct ds_link_ops ds_link_NAME = { .name = "NAME", .caps = ..., ... };`.
- *      Fill base.ops, base.caps and base.max_msg in connect/accept.
+ *      Fill base.ops, base.caps and base.max_msg in connect/accept. The caps say what
+ *      it needs and can do (an interface, a choice of op, pcap traces): tools and the
+ *      session ask them, never the name.
  *   2. Parse every received header with ds_wire_parse() (wire.h) and count rejects in
  *      base.malformed; never trust a length or offset from the wire.
  *   3. Declare the table below, add it to the list in link.c (ds_link_find) and the
@@ -59,13 +61,17 @@ struct ds_pool;
 
 /* What a backend can and cannot do; blast and sink adapt instead of asking for names. */
 enum ds_link_cap {
-        DS_LINK_RELIABLE = 1 << 0,      /* no loss, no reordering (tcp, verbs RC) */
-        DS_LINK_OWN_FLOW = 1 << 1,      /* the transport flow-controls itself (tcp) */
-        DS_LINK_BOUNDARIES = 1 << 2,    /* recv() returns whole messages as sent (all ours) */
-        DS_LINK_REGISTERED = 1 << 3,    /* send buffers must come from params.send_pool */
-        DS_LINK_ZERO_COPY_RX = 1 << 4,  /* recv() may point into the backend's own memory */
-        DS_LINK_ASYNC_SEND = 1 << 5,    /* send buffers come back through reap(), not at once */
-        DS_LINK_CTL_UNRELIABLE = 1 << 6 /* control frames may be lost: the session retries */
+        DS_LINK_RELIABLE = 1 << 0,       /* no loss, no reordering (tcp, verbs RC) */
+        DS_LINK_OWN_FLOW = 1 << 1,       /* the transport flow-controls itself (tcp) */
+        DS_LINK_BOUNDARIES = 1 << 2,     /* recv() returns whole messages as sent (all ours) */
+        DS_LINK_REGISTERED = 1 << 3,     /* send buffers must come from params.send_pool */
+        DS_LINK_ZERO_COPY_RX = 1 << 4,   /* recv() may point into the backend's own memory */
+        DS_LINK_ASYNC_SEND = 1 << 5,     /* send buffers come back through reap(), not at once */
+        DS_LINK_CTL_UNRELIABLE = 1 << 6, /* control frames may be lost: the session retries */
+        DS_LINK_NEEDS_IFACE = 1 << 7,    /* runs on one interface: config.iface on both sides */
+        DS_LINK_MAC_PEER = 1 << 8,       /* connect's host is the peer's MAC on that interface */
+        DS_LINK_CHOOSES_OP = 1 << 9,     /* takes any enum ds_link_op, not only the default */
+        DS_LINK_PCAP = 1 << 10,          /* a listener writes what arrives to config.pcap_path */
 };
 
 /* Flow control asked for by blast (and adopted by sink through the hello). */
@@ -74,7 +80,8 @@ enum ds_flow {
         DS_FLOW_NONE = 1,   /* run free and count loss */
 };
 
-/* How data crosses a verbs link; other backends accept only DS_OP_DEFAULT. */
+/* How data crosses a link with DS_LINK_CHOOSES_OP (verbs); others accept only
+ * DS_OP_DEFAULT. */
 enum ds_link_op {
         DS_OP_DEFAULT = 0, /* the backend's best: verbs RDMA WRITE WITH IMMEDIATE */
         DS_OP_WRITE = 1,
@@ -84,12 +91,12 @@ enum ds_link_op {
 
 /* Where to meet. Strings are borrowed and must outlive the call. */
 struct ds_link_config {
-        const char *host;      /* connect: the peer (host/IP; raw: its MAC); listen: NULL = any */
-        const char *iface;     /* raw: -d IFACE (needed on both sides) */
-        uint16_t port;         /* tcp, udp, verbs: -p PORT */
+        const char *host;      /* connect: the peer (host/IP, or MAC); listen: NULL = any */
+        const char *iface;     /* DS_LINK_NEEDS_IFACE: the interface (both sides) */
+        uint16_t port;         /* tcp, udp, verbs: the port */
         int timeout_ms;        /* connect/handshake bound; 0: backend default */
         bool events;           /* verbs: sleep on completion events instead of busy-polling */
-        const char *pcap_path; /* raw receiver: write what arrives to this pcap file */
+        const char *pcap_path; /* DS_LINK_PCAP listener: write what arrives to this file */
 };
 
 /* The options of one run, negotiated by the hello (session.c), given to prepare(). */
