@@ -157,6 +157,9 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         o->link = ds_cli_link(link, o->where.iface);
         if (count_given && o->duration_s > 0)
                 errx(2, "-n and -w are exclusive: send a count or for a time");
+        if (count_given && o->count < o->streams)
+                errx(2, "-n %llu is fewer messages than -q %u streams",
+                     (unsigned long long)o->count, o->streams);
         if (o->op != DS_OP_DEFAULT && !(o->link->caps & DS_LINK_CHOOSES_OP))
                 errx(2, "--op is for -x verbs only");
         if (!count_given && o->duration_s <= 0) {

@@ -323,7 +323,7 @@ static int streams_open(struct stream *streams, const struct ds_blast_options *o
                 pthread_mutex_init(&st->lock, NULL);
                 pthread_cond_init(&st->turn_cv, NULL);
                 if (o->count && st->quota == 0)
-                        return ds_fail(err, -EINVAL, "-n %llu is fewer messages than -q %u streams",
+                        return ds_fail(err, -EINVAL, "%llu messages are fewer than the %u streams",
                                        (unsigned long long)o->count, o->streams);
                 int rc = stream_open(st, run_id, err);
                 if (rc < 0)

@@ -305,7 +305,7 @@ static int iface_info(const char *iface, int *ifindex, unsigned *mtu, uint8_t ma
 {
         struct ifreq ifr = {0};
         if (!iface || strlen(iface) >= sizeof(ifr.ifr_name))
-                return ds_fail(err, -EINVAL, "raw: -d needs an interface name");
+                return ds_fail(err, -EINVAL, "raw: no interface named (the link runs on one)");
         *ifindex = (int)if_nametoindex(iface);
         if (*ifindex == 0)
                 return ds_fail(err, -ENODEV, "raw: no interface '%s'", iface);
@@ -372,14 +372,14 @@ static int trace_open(struct raw_listener *l, const char *path, struct ds_error 
 #ifdef DS_HAVE_PCAP
         l->pcap = pcap_open_dead(DLT_EN10MB, 262144);
         if (!l->pcap)
-                return ds_fail(err, -ENOMEM, "--pcap: libpcap");
+                return ds_fail(err, -ENOMEM, "pcap trace: libpcap");
         l->dumper = pcap_dump_open(l->pcap, path);
         if (!l->dumper)
-                return ds_fail(err, -EIO, "--pcap %s: %s", path, pcap_geterr(l->pcap));
+                return ds_fail(err, -EIO, "pcap trace %s: %s", path, pcap_geterr(l->pcap));
         return 0;
 #else
         (void)l;
-        return ds_fail(err, -ENOTSUP, "--pcap %s: this build has no libpcap", path);
+        return ds_fail(err, -ENOTSUP, "pcap trace %s: this build has no libpcap", path);
 #endif
 }
 

@@ -379,8 +379,7 @@ static int connect_steps(struct verbs_link *v, const struct ds_link_config *conf
         rc = cm_wait(v->cm_channel, RDMA_CM_EVENT_ESTABLISHED, timeout, "rdma_connect", peer, NULL,
                      err);
         if (rc == -ECONNREFUSED)
-                return ds_fail(err, rc, "rdma_connect %s (is sink -x verbs listening there?)",
-                               peer);
+                return ds_fail(err, rc, "rdma_connect %s (is a verbs listener there?)", peer);
         return rc;
 }
 

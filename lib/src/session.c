@@ -117,16 +117,16 @@ static const char *ack_reason(const struct ds_wire_hello_ack *ack, uint32_t msg_
         char have[32], most[32];
         switch (ack->status) {
         case DS_ACK_TOO_BIG:
-                snprintf(buf, len, "messages of %s are more than its limit of %s (sink --max-msg)",
+                snprintf(buf, len, "messages of %s are more than its limit of %s",
                          ds_size_format(have, sizeof(have), msg_size),
                          ds_size_format(most, sizeof(most), ack->max_msg));
                 return buf;
         case DS_ACK_UNSUPPORTED:
                 return "an operation or flow control its link cannot do";
         case DS_ACK_BUSY:
-                return "busy (another run with --once, or as many peers as its --max-peers)";
+                return "busy (it serves one run only, or as many peers as it allows)";
         case DS_ACK_NO_MEMORY:
-                return "the run's receive buffers would pass its memory budget (sink --max-mem)";
+                return "the run's receive buffers would pass its memory budget";
         case DS_ACK_CONFLICT:
                 return "another link holds that run and stream, or the run has other options";
         default:

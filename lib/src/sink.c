@@ -482,7 +482,7 @@ static int accept_one(struct sink *k, struct ds_link_listener *listener,
         if (rc == 0 && (rc = spawn(k, link)) == -EBUSY) {
                 if (!*full)
                         fprintf(k->log,
-                                "sink: %u peers, as many as --max-peers allows; "
+                                "sink: %u peers, as many as it serves at once; "
                                 "refusing more until some leave\n",
                                 k->o->max_peers);
                 *full = true;

@@ -14,6 +14,7 @@ expect_error "blast: a size with a bad suffix" "-l: '12Q' is not a size" "$blast
 expect_error "blast: a zero count" "-n: '0' is out of range" "$blast" -n 0 127.0.0.1
 expect_error "blast: a bad duration" "-w: 'soon' is not a duration" "$blast" -w soon 127.0.0.1
 expect_error "blast: count and duration" "-n and -w are exclusive" "$blast" -n 5 -w 1 127.0.0.1
+expect_error "blast: fewer messages than streams" "-n 2 is fewer messages than -q 4 streams" "$blast" -n 2 -q 4 127.0.0.1
 expect_error "blast: an unknown link" "-x: 'hippi' is not a link this build knows" "$blast" -x hippi 127.0.0.1
 expect_error "blast: raw without an interface" "-x raw needs -d IFACE" "$blast" -x raw 02:00:00:00:00:01
 expect_error "blast: --op off verbs" "--op is for -x verbs only" "$blast" --op read 127.0.0.1
