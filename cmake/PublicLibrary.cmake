@@ -1,6 +1,8 @@
 # The installed form of an in-tree library. The tools and unit tests link the in-tree
 # library, whose internal functions (stripe_*, crc32c_*, vb_*) are global so that tests
-# can reach them; what other programs link exports only the ds_ API:
+# can reach them; what other programs link exports only the ds_ API. ds_ is kept for the
+# names the installed headers declare (tests/integration/library_symbols.sh checks both
+# ways), so a private function shared between files has no ds_ prefix:
 #   ${target}_static  a static archive of one object, partially linked from the library's
 #                     objects, in which objcopy has made every symbol but ds_* local;
 #   ${target}_shared  a shared library whose version script exports only ds_*.

@@ -158,7 +158,7 @@ uint64_t ds_link_malformed(const struct ds_link *link)
         return sum;
 }
 
-unsigned ds_link_rx_buffers(uint32_t msg_size)
+unsigned link_rx_buffers(uint32_t msg_size)
 {
         uint64_t budget = 64u << 20;
         uint64_t n = budget / (msg_size ? msg_size : 1);
@@ -171,5 +171,5 @@ unsigned ds_link_rx_buffers(uint32_t msg_size)
 
 uint64_t ds_link_rx_bytes(const struct ds_link *link, uint32_t msg_size)
 {
-        return (uint64_t)ds_link_rx_buffers(msg_size) * msg_size + link->rx_fixed;
+        return (uint64_t)link_rx_buffers(msg_size) * msg_size + link->rx_fixed;
 }

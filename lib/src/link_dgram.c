@@ -10,13 +10,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-int ds_dgram_prepare(struct ds_dgram *d, uint32_t msg_size, struct ds_error *err)
+int dgram_prepare(struct dgram *d, uint32_t msg_size, struct ds_error *err)
 {
         d->msg_size = msg_size;
-        return ds_pool_create(&d->train_pool, msg_size, ds_link_rx_buffers(msg_size), 0, err);
+        return ds_pool_create(&d->train_pool, msg_size, link_rx_buffers(msg_size), 0, err);
 }
 
-void ds_dgram_free(struct ds_dgram *d)
+void dgram_free(struct dgram *d)
 {
         if (d->train_pool)
                 ds_pool_destroy(d->train_pool);
@@ -27,14 +27,14 @@ void ds_dgram_free(struct ds_dgram *d)
  * not the next expected means some were lost: the message is given up (the sequence
  * check then counts it lost, fragments_lost counts it here once) and the rest of its
  * train skipped. The reassembly buffer stays with the link until a train completes. */
-static enum ds_dgram_verdict train_take(struct ds_dgram *d, const struct ds_wire_hdr *h,
-                                        const uint8_t *payload, struct ds_msg *msg)
+static enum dgram_verdict train_take(struct dgram *d, const struct ds_wire_hdr *h,
+                                     const uint8_t *payload, struct ds_msg *msg)
 {
         if (h->frag_off == 0) {
                 if (d->train_active)
                         d->link->stats.fragments_lost++; /* its tail never came */
                 if (!d->train_buf && !(d->train_buf = ds_pool_get(d->train_pool)))
-                        return DS_DGRAM_FULL;
+                        return DGRAM_FULL;
                 d->train_active = true;
                 d->train_seq = h->seq;
                 d->train_next = 0;
@@ -45,24 +45,23 @@ static enum ds_dgram_verdict train_take(struct ds_dgram *d, const struct ds_wire
                 d->train_active = false;
                 d->train_skip = true;
                 d->train_seq = h->seq;
-                return DS_DGRAM_NONE;
+                return DGRAM_NONE;
         }
         /* one copy: fragments are gathered into one buffer */
         memcpy(d->train_buf + h->frag_off, payload, h->frag_len);
         d->link->stats.bytes_copied += h->frag_len;
         d->train_next = h->frag_off + h->frag_len;
         if (d->train_next < h->msg_len)
-                return DS_DGRAM_NONE;
+                return DGRAM_NONE;
         *msg = (struct ds_msg){
             .buf = d->train_buf, .len = h->msg_len, .kind = DS_MSG_DATA, .seq = h->seq};
         d->train_buf = NULL;
         d->train_active = false;
         d->train_skip = false;
-        return DS_DGRAM_OWNED;
+        return DGRAM_OWNED;
 }
 
-enum ds_dgram_verdict ds_dgram_take(struct ds_dgram *d, const uint8_t *frame, size_t len,
-                                    struct ds_msg *msg)
+enum dgram_verdict dgram_take(struct dgram *d, const uint8_t *frame, size_t len, struct ds_msg *msg)
 {
         struct ds_wire_hdr h;
         enum ds_wire_reject bad = ds_wire_parse(frame, len, d->msg_size, 0, &h);
@@ -72,31 +71,30 @@ enum ds_dgram_verdict ds_dgram_take(struct ds_dgram *d, const uint8_t *frame, si
                 bad = DS_WIRE_TOO_BIG; /* every message of a run has the negotiated size */
         if (bad != DS_WIRE_OK) {
                 d->link->stats.malformed[bad]++;
-                return DS_DGRAM_NONE;
+                return DGRAM_NONE;
         }
         d->link->stats.frames_received++;
         const uint8_t *payload = frame + DS_WIRE_HDR_LEN;
         if (h.type != DS_WIRE_DATA)
-                return ds_ctl_ring_take(&d->ctl, &h, payload, msg) == 0 ? DS_DGRAM_OWNED
-                                                                        : DS_DGRAM_FULL;
+                return ctl_ring_take(&d->ctl, &h, payload, msg) == 0 ? DGRAM_OWNED : DGRAM_FULL;
         if (h.frag_off == 0 && h.frag_len == h.msg_len) {
                 *msg = (struct ds_msg){
                     .buf = (void *)payload, .len = h.msg_len, .kind = DS_MSG_DATA, .seq = h.seq};
-                return DS_DGRAM_INPLACE;
+                return DGRAM_INPLACE;
         }
         return train_take(d, &h, payload, msg);
 }
 
-void ds_dgram_release(struct ds_dgram *d, const struct ds_msg *msg)
+void dgram_release(struct dgram *d, const struct ds_msg *msg)
 {
         if (msg->kind == DS_MSG_CTL)
-                ds_ctl_ring_release(&d->ctl);
+                ctl_ring_release(&d->ctl);
         else
                 ds_pool_put(d->train_pool, msg->buf);
 }
 
-unsigned ds_dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
-                      uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max)
+unsigned dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
+                   uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max)
 {
         unsigned n = 0;
         while (n < max && *off < m->len) {
@@ -115,7 +113,7 @@ unsigned ds_dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_ma
         return n;
 }
 
-uint32_t ds_dgram_session(void)
+uint32_t dgram_session(void)
 {
         uint32_t s;
         if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s))

@@ -1,6 +1,6 @@
 /* What the datagram links (udp, raw) share: turning received frames into messages
  * (whole in place, trains reassembled, control copied out) and cutting messages into
- * frames. Private to lib/. */
+ * frames. Private to lib/: no ds_ prefix, which only the installed API carries. */
 #ifndef DRAGSTRIP_LINK_DGRAM_H
 #define DRAGSTRIP_LINK_DGRAM_H
 
@@ -12,11 +12,11 @@
 struct ds_pool;
 struct ds_error;
 
-struct ds_dgram {
+struct dgram {
         struct ds_link *link; /* whose stats are counted */
         uint32_t session;     /* frames of any other session are rejected */
         uint32_t msg_size;    /* negotiated; 0 until prepare (data is then refused) */
-        struct ds_ctl_ring ctl;
+        struct ctl_ring ctl;
         /* reassembly of one train at a time (frames of a stream arrive in order) */
         struct ds_pool *train_pool;
         uint8_t *train_buf;
@@ -26,31 +26,31 @@ struct ds_dgram {
         bool train_skip;     /* train_seq lost a fragment: its rest is ignored */
 };
 
-enum ds_dgram_verdict {
-        DS_DGRAM_INPLACE, /* msg points into the frame: hold the frame until release */
-        DS_DGRAM_OWNED,   /* msg is a control copy or a reassembled train: frame is free */
-        DS_DGRAM_NONE,    /* consumed (a fragment, or rejected and counted): frame is free */
-        DS_DGRAM_FULL,    /* no room for it yet: keep the frame and stop the batch */
+enum dgram_verdict {
+        DGRAM_INPLACE, /* msg points into the frame: hold the frame until release */
+        DGRAM_OWNED,   /* msg is a control copy or a reassembled train: frame is free */
+        DGRAM_NONE,    /* consumed (a fragment, or rejected and counted): frame is free */
+        DGRAM_FULL,    /* no room for it yet: keep the frame and stop the batch */
 };
 
 /* Makes the reassembly pool for messages of msg_size. Returns 0 or a negative errno. */
-int ds_dgram_prepare(struct ds_dgram *d, uint32_t msg_size, struct ds_error *err);
-void ds_dgram_free(struct ds_dgram *d);
+int dgram_prepare(struct dgram *d, uint32_t msg_size, struct ds_error *err);
+void dgram_free(struct dgram *d);
 
 /* Parses one received frame (len bytes, starting at the wire header). */
-enum ds_dgram_verdict ds_dgram_take(struct ds_dgram *d, const uint8_t *frame, size_t len,
-                                    struct ds_msg *msg);
+enum dgram_verdict dgram_take(struct dgram *d, const uint8_t *frame, size_t len,
+                              struct ds_msg *msg);
 
-/* Gives back a message that ds_dgram_take returned as DS_DGRAM_OWNED. */
-void ds_dgram_release(struct ds_dgram *d, const struct ds_msg *msg);
+/* Gives back a message that dgram_take returned as DGRAM_OWNED. */
+void dgram_release(struct dgram *d, const struct ds_msg *msg);
 
 /* Cuts message m into frames of at most frag_max payload bytes, starting at *off: writes
  * a header into hdrs[i] and the payload's place into payload[i] for each, advancing *off.
  * Returns the frames filled (<= max); the message is done when *off == m->len. */
-unsigned ds_dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
-                      uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max);
+unsigned dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
+                   uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max);
 
 /* A random session number for a new sending link. */
-uint32_t ds_dgram_session(void);
+uint32_t dgram_session(void);
 
 #endif

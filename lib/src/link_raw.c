@@ -81,7 +81,7 @@ struct raw_link {
         unsigned mtu;
         uint8_t mac[6];
         uint8_t peer_mac[6];
-        struct ds_dgram dg;
+        struct dgram dg;
         uint8_t hello[ETH_HDR + DS_WIRE_HDR_LEN + DS_WIRE_CTL_MAX]; /* replayed */
         size_t hello_len;
         bool sender;    /* no ring: control frames are read by recv() into ctl_frame */
@@ -460,7 +460,7 @@ static void raw_close(struct ds_link *link)
                 pthread_mutex_unlock(&l->lock);
         }
         port_close(&r->port);
-        ds_dgram_free(&r->dg);
+        dgram_free(&r->dg);
         free(r);
 }
 
@@ -476,7 +476,7 @@ static int raw_connect(struct ds_link **out, const struct ds_link_config *config
         if (!r)
                 return rc;
         memcpy(r->peer_mac, peer, 6);
-        r->dg.session = ds_dgram_session();
+        r->dg.session = dgram_session();
         snprintf(r->base.peer, sizeof(r->base.peer), "%s on %s", config->host, config->iface);
         r->sender = true;
         rc = port_socket(&r->port, err);
@@ -521,7 +521,7 @@ static int raw_prepare(struct ds_link *link, const struct ds_link_params *params
         if (rc == 0)
                 rc = port_bind(&r->port, r->ifindex, err);
         if (rc == 0)
-                rc = ds_dgram_prepare(&r->dg, params->msg_size, err);
+                rc = dgram_prepare(&r->dg, params->msg_size, err);
         if (rc < 0)
                 return rc;
         mine->window = ring_window(&r->port, frame_len, frames);
@@ -572,8 +572,8 @@ static int raw_send(struct ds_link *link, const struct ds_msg *msgs, unsigned n,
         for (unsigned i = 0; i < n; i++) {
                 uint32_t off = 0;
                 while (off < msgs[i].len) {
-                        unsigned k = ds_dgram_cut(r->dg.session, &msgs[i], frag_max(r), &off,
-                                                  hdrs + frames, payload + frames, BATCH - frames);
+                        unsigned k = dgram_cut(r->dg.session, &msgs[i], frag_max(r), &off,
+                                               hdrs + frames, payload + frames, BATCH - frames);
                         for (unsigned f = frames; f < frames + k; f++) {
                                 iov[f][0] = (struct iovec){eth, ETH_HDR};
                                 iov[f][1] = (struct iovec){hdrs[f], DS_WIRE_HDR_LEN};
@@ -610,13 +610,13 @@ static int raw_send_ctl(struct ds_link *link, uint8_t type, const void *payload,
         return send_frames(r, &mm, 1, err);
 }
 
-/* A sender's drain: control frames from the socket, each copied out by ds_dgram_take
+/* A sender's drain: control frames from the socket, each copied out by dgram_take
  * (data is refused: a sender never negotiated a message size). Stops while every control
  * slot is out, so that no frame is read without a place to go. */
 static unsigned drain_ctl(struct raw_link *r, struct ds_msg *msgs, unsigned max)
 {
         unsigned got = 0;
-        while (got < max && !ds_ctl_ring_full(&r->dg.ctl)) {
+        while (got < max && !ctl_ring_full(&r->dg.ctl)) {
                 ssize_t n =
                     recv(r->port.fd, r->ctl_frame, sizeof(r->ctl_frame), MSG_DONTWAIT | MSG_TRUNC);
                 if (n < 0)
@@ -626,8 +626,8 @@ static unsigned drain_ctl(struct raw_link *r, struct ds_msg *msgs, unsigned max)
                         r->base.stats.malformed[DS_WIRE_SHORT]++;
                         continue;
                 }
-                if (ds_dgram_take(&r->dg, r->ctl_frame + ETH_HDR, len - ETH_HDR, &msgs[got]) ==
-                    DS_DGRAM_OWNED)
+                if (dgram_take(&r->dg, r->ctl_frame + ETH_HDR, len - ETH_HDR, &msgs[got]) ==
+                    DGRAM_OWNED)
                         got++;
         }
         return got;
@@ -649,14 +649,14 @@ static unsigned drain(struct raw_link *r, struct ds_msg *msgs, unsigned max)
                         ring_next(&r->port, false);
                         continue;
                 }
-                enum ds_dgram_verdict v =
-                    ds_dgram_take(&r->dg, frame + ETH_HDR, len - ETH_HDR, &msgs[got]);
-                if (v == DS_DGRAM_FULL)
+                enum dgram_verdict v =
+                    dgram_take(&r->dg, frame + ETH_HDR, len - ETH_HDR, &msgs[got]);
+                if (v == DGRAM_FULL)
                         break;
-                if (v == DS_DGRAM_INPLACE)
+                if (v == DGRAM_INPLACE)
                         msgs[got].cookie = (uintptr_t)block + 1;
-                ring_next(&r->port, v == DS_DGRAM_INPLACE);
-                if (v != DS_DGRAM_NONE)
+                ring_next(&r->port, v == DGRAM_INPLACE);
+                if (v != DGRAM_NONE)
                         got++;
         }
         return got;
@@ -668,10 +668,10 @@ static int raw_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
         struct raw_link *r = (struct raw_link *)link;
         unsigned got = 0;
         if (r->hello_len && max > 0) {
-                enum ds_dgram_verdict v =
-                    ds_dgram_take(&r->dg, r->hello + ETH_HDR, r->hello_len - ETH_HDR, &msgs[0]);
+                enum dgram_verdict v =
+                    dgram_take(&r->dg, r->hello + ETH_HDR, r->hello_len - ETH_HDR, &msgs[0]);
                 r->hello_len = 0;
-                got = v == DS_DGRAM_OWNED;
+                got = v == DGRAM_OWNED;
         }
         if (!r->port.map && !r->sender) /* a receiver before prepare: only the hello so far */
                 return (int)got;
@@ -700,7 +700,7 @@ static void raw_release(struct ds_link *link, const struct ds_msg *msgs, unsigne
                 if (msgs[i].cookie)
                         ring_unhold(&r->port, (unsigned)(msgs[i].cookie - 1));
                 else
-                        ds_dgram_release(&r->dg, &msgs[i]);
+                        dgram_release(&r->dg, &msgs[i]);
         }
 }
 

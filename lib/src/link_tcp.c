@@ -39,7 +39,7 @@ struct tcp_link {
         int fd;
         uint32_t msg_size;
         struct ds_pool *rx_pool;
-        struct ds_ctl_ring ctl;
+        struct ctl_ring ctl;
         uint8_t *stage; /* bytes read ahead of the record being parsed */
         size_t stage_len;
         size_t stage_off;
@@ -135,7 +135,7 @@ static int tcp_prepare(struct ds_link *link, const struct ds_link_params *params
         t->msg_size = params->msg_size;
         if (params->send_pool)
                 return 0; /* the sender sends from the caller's pool */
-        unsigned count = ds_link_rx_buffers(params->msg_size);
+        unsigned count = link_rx_buffers(params->msg_size);
         int rc = ds_pool_create(&t->rx_pool, params->msg_size, count, 0, err);
         if (rc < 0)
                 return rc;
@@ -358,7 +358,7 @@ static int recv_one(struct tcp_link *t, struct ds_msg *msg, struct ds_error *err
                         t->base.stats.malformed[DS_WIRE_LENGTH_BAD]++; /* cut short */
                 if (rc < 0)
                         return rc;
-                return ds_ctl_ring_take(&t->ctl, &h, payload, msg) == 0
+                return ctl_ring_take(&t->ctl, &h, payload, msg) == 0
                            ? 1
                            : ds_fail(err, -EPROTO, "tcp peer %s floods control frames",
                                      t->base.peer);
@@ -384,7 +384,7 @@ static int tcp_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
 {
         struct tcp_link *t = (struct tcp_link *)link;
         unsigned got = 0;
-        while (got < max && !ds_ctl_ring_full(&t->ctl)) {
+        while (got < max && !ctl_ring_full(&t->ctl)) {
                 /* Wait only for the first message; then take what is already here. */
                 if (t->stage_len - t->stage_off < DS_WIRE_HDR_LEN) {
                         int ready = ds_poll_one(t->fd, POLLIN, got ? 0 : timeout_ms);
@@ -410,7 +410,7 @@ static void tcp_release(struct ds_link *link, const struct ds_msg *msgs, unsigne
         struct tcp_link *t = (struct tcp_link *)link;
         for (unsigned i = 0; i < n; i++) {
                 if (msgs[i].kind == DS_MSG_CTL)
-                        ds_ctl_ring_release(&t->ctl);
+                        ctl_ring_release(&t->ctl);
                 else
                         ds_pool_put(t->rx_pool, msgs[i].buf);
         }

@@ -34,7 +34,7 @@ struct udp_listener;
 struct udp_link {
         struct ds_link base;
         int fd;
-        struct ds_dgram dg;
+        struct dgram dg;
         struct ds_pool *slots; /* receive buffers, one datagram each */
         uint32_t frag_max;     /* payload bytes per datagram: what fits the path MTU */
         uint8_t *held;         /* a datagram read but not yet taken (the hello, or FULL) */
@@ -119,7 +119,7 @@ static int udp_connect(struct ds_link **out, const struct ds_link_config *config
         int rc = udp_new(&u, fd, TX_SLOTS, err);
         if (rc < 0)
                 return rc;
-        u->dg.session = ds_dgram_session();
+        u->dg.session = dgram_session();
         snprintf(u->base.peer, sizeof(u->base.peer), "%s:%u", config->host, config->port);
         *out = &u->base;
         return 0;
@@ -277,7 +277,7 @@ static int udp_prepare(struct ds_link *link, const struct ds_link_params *params
                 return 0;
         int rc = u->base.rx_fixed ? grow_slots(u, err) : 0;
         if (rc == 0)
-                rc = ds_dgram_prepare(&u->dg, params->msg_size, err);
+                rc = dgram_prepare(&u->dg, params->msg_size, err);
         if (rc < 0)
                 return rc;
         /* What the socket buffer really holds (net.core.rmem_max may cap it), in messages.
@@ -329,8 +329,8 @@ static int udp_send(struct ds_link *link, const struct ds_msg *msgs, unsigned n,
                 uint32_t off = 0;
                 while (off < msgs[i].len) {
                         struct iovec payload[BATCH];
-                        unsigned k = ds_dgram_cut(u->dg.session, &msgs[i], u->frag_max, &off,
-                                                  hdrs + frames, payload, BATCH - frames);
+                        unsigned k = dgram_cut(u->dg.session, &msgs[i], u->frag_max, &off,
+                                               hdrs + frames, payload, BATCH - frames);
                         for (unsigned f = frames; f < frames + k; f++) {
                                 iov[f][0] = (struct iovec){hdrs[f], DS_WIRE_HDR_LEN};
                                 iov[f][1] = payload[f - frames];
@@ -369,16 +369,16 @@ static int udp_send_ctl(struct ds_link *link, uint8_t type, const void *payload,
 static bool take_slot(struct udp_link *u, uint8_t *slot, size_t len, struct ds_msg *msg,
                       unsigned *got)
 {
-        switch (ds_dgram_take(&u->dg, slot, len, msg)) {
-        case DS_DGRAM_INPLACE:
+        switch (dgram_take(&u->dg, slot, len, msg)) {
+        case DGRAM_INPLACE:
                 msg->cookie = (uintptr_t)slot;
                 (*got)++;
                 return true;
-        case DS_DGRAM_OWNED:
+        case DGRAM_OWNED:
                 (*got)++;
                 ds_pool_put(u->slots, slot);
                 return true;
-        case DS_DGRAM_NONE:
+        case DGRAM_NONE:
                 ds_pool_put(u->slots, slot);
                 return true;
         default:
@@ -446,7 +446,7 @@ static void udp_release(struct ds_link *link, const struct ds_msg *msgs, unsigne
                 if (msgs[i].cookie)
                         ds_pool_put(u->slots, (void *)msgs[i].cookie);
                 else
-                        ds_dgram_release(&u->dg, &msgs[i]);
+                        dgram_release(&u->dg, &msgs[i]);
         }
 }
 
@@ -461,7 +461,7 @@ static void udp_close(struct ds_link *link)
                 pthread_mutex_unlock(&u->listener->lock);
         }
         close(u->fd);
-        ds_dgram_free(&u->dg);
+        dgram_free(&u->dg);
         ds_pool_destroy(u->slots);
         free(u);
 }

@@ -119,7 +119,7 @@ struct verbs_link {
         uint64_t released, credited, reads_posted, reads_done;
         struct vb_arrival rxq[VB_RXQ];
         uint64_t rxq_head, rxq_tail;
-        struct ds_ctl_ring ctl;
+        struct ctl_ring ctl;
 };
 
 /* Big-endian fields of offers and notices, which may sit anywhere in a buffer. */

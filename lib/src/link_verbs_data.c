@@ -329,7 +329,7 @@ static int on_ctl(struct verbs_link *v, const uint8_t *frame, uint32_t len, stru
                 return 0;
         }
         struct ds_msg msg;
-        if (ds_ctl_ring_take(&v->ctl, &h, frame + DS_WIRE_HDR_LEN, &msg) < 0)
+        if (ctl_ring_take(&v->ctl, &h, frame + DS_WIRE_HDR_LEN, &msg) < 0)
                 return link_fail(
                     v, ds_fail(err, -EPROTO, "verbs: %s floods control frames", v->base.peer), err);
         return enqueue(v, &msg, 0, err);
@@ -734,7 +734,7 @@ void vb_release(struct ds_link *link, const struct ds_msg *msgs, unsigned n)
         pthread_mutex_lock(&v->lock);
         for (unsigned i = 0; i < n; i++) {
                 if (msgs[i].kind == DS_MSG_CTL) {
-                        ds_ctl_ring_release(&v->ctl);
+                        ctl_ring_release(&v->ctl);
                         continue;
                 }
                 data++;

@@ -426,7 +426,7 @@ static int prepare_sender(struct verbs_link *v, const struct ds_link_params *par
 static int prepare_receiver(struct verbs_link *v, const struct ds_link_params *params,
                             struct ds_link_offer *mine, struct ds_error *err)
 {
-        uint32_t slots = ds_link_rx_buffers(params->msg_size);
+        uint32_t slots = link_rx_buffers(params->msg_size);
         if (params->window && params->window < slots)
                 slots = params->window;
         if (slots > VB_SLOTS_MAX)

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static volatile uint8_t fuzz_sink;
 
 /* Checks one frame as the raw and udp links do, and releases what comes out. */
-static void take(struct ds_dgram *dg, const uint8_t *frame, size_t len)
+static void take(struct dgram *dg, const uint8_t *frame, size_t len)
 {
         /* A copy of exactly len bytes, so a read past the frame is caught by ASan. */
         uint8_t *copy = malloc(len ? len : 1);
@@ -26,8 +26,8 @@ static void take(struct ds_dgram *dg, const uint8_t *frame, size_t len)
                 return;
         memcpy(copy, frame, len);
         struct ds_msg msg;
-        enum ds_dgram_verdict v = ds_dgram_take(dg, copy, len, &msg);
-        if (v == DS_DGRAM_INPLACE || v == DS_DGRAM_OWNED) {
+        enum dgram_verdict v = dgram_take(dg, copy, len, &msg);
+        if (v == DGRAM_INPLACE || v == DGRAM_OWNED) {
                 if (msg.kind == DS_MSG_CTL) {
                         union ds_wire_ctl ctl;
                         (void)ds_wire_ctl_decode(msg.ctl_type, msg.buf, msg.len, &ctl);
@@ -36,8 +36,8 @@ static void take(struct ds_dgram *dg, const uint8_t *frame, size_t len)
                 for (uint32_t i = 0; i < msg.len; i++)
                         sum ^= ((const uint8_t *)msg.buf)[i];
                 fuzz_sink = sum;
-                if (v == DS_DGRAM_OWNED)
-                        ds_dgram_release(dg, &msg);
+                if (v == DGRAM_OWNED)
+                        dgram_release(dg, &msg);
         }
         /* The stream parser, too: a tcp record header. */
         struct ds_wire_hdr h;
@@ -51,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         uint32_t msg_size = ((uint32_t)data[0] << 8 | data[1]) % 8192 + 1;
         struct ds_link link = {0};
-        struct ds_dgram dg = {.link = &link};
+        struct dgram dg = {.link = &link};
         memcpy(&dg.session, data + 4, 4);
-        if (ds_dgram_prepare(&dg, msg_size, NULL) < 0)
+        if (dgram_prepare(&dg, msg_size, NULL) < 0)
                 return 0;
         size_t at = 8;
         while (at < size) {
@@ -66,6 +66,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 take(&dg, data + at, len);
                 at += len;
         }
-        ds_dgram_free(&dg);
+        dgram_free(&dg);
         return 0;
 }
