@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -93,8 +94,11 @@ void dgram_release(struct dgram *d, const struct ds_msg *msg)
                 ds_pool_put(d->train_pool, msg->buf);
 }
 
-unsigned dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
-                   uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max)
+/* Cuts message m into frames of at most frag_max payload bytes, starting at *off: writes
+ * a header into hdrs[i] and the payload's place into payload[i] for each, advancing *off.
+ * Returns the frames filled (<= max); the message is done when *off == m->len. */
+static unsigned cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
+                    uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max)
 {
         unsigned n = 0;
         while (n < max && *off < m->len) {
@@ -111,6 +115,79 @@ unsigned dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, 
                 n++;
         }
         return n;
+}
+
+/* One frame: the link's prefix, a wire header and the payload, gathered by iov. */
+static void frame_at(const struct dgram_tx *tx, const uint8_t *hdr, struct iovec payload,
+                     struct iovec iov[3], struct mmsghdr *mm)
+{
+        unsigned n = 0;
+        if (tx->prefix_len)
+                iov[n++] = (struct iovec){(void *)tx->prefix, tx->prefix_len};
+        iov[n++] = (struct iovec){(void *)hdr, DS_WIRE_HDR_LEN};
+        iov[n++] = payload;
+        *mm = (struct mmsghdr){.msg_hdr = {.msg_iov = iov, .msg_iovlen = n}};
+}
+
+static int send_frames(struct dgram *d, const struct dgram_tx *tx, struct mmsghdr *mm, unsigned n,
+                       struct ds_error *err)
+{
+        unsigned done = 0;
+        while (done < n) {
+                int k = sendmmsg(tx->fd, mm + done, n - done, 0);
+                if (k < 0) {
+                        int rc = tx->send_failed(d->link, errno, err);
+                        if (rc < 0)
+                                return rc;
+                        continue;
+                }
+                done += (unsigned)k;
+        }
+        d->link->stats.frames_sent += n;
+        return 0;
+}
+
+int dgram_send(struct dgram *d, const struct dgram_tx *tx, const struct ds_msg *msgs, unsigned n,
+               struct ds_error *err)
+{
+        uint8_t hdrs[DGRAM_BATCH_MAX][DS_WIRE_HDR_LEN];
+        struct iovec payload[DGRAM_BATCH_MAX];
+        struct iovec iov[DGRAM_BATCH_MAX][3];
+        struct mmsghdr mm[DGRAM_BATCH_MAX];
+        unsigned frames = 0;
+        for (unsigned i = 0; i < n; i++) {
+                uint32_t off = 0;
+                while (off < msgs[i].len) {
+                        unsigned k = cut(d->session, &msgs[i], tx->frag_max, &off, hdrs + frames,
+                                         payload + frames, tx->batch - frames);
+                        for (unsigned f = frames; f < frames + k; f++)
+                                frame_at(tx, hdrs[f], payload[f], iov[f], &mm[f]);
+                        frames += k;
+                        if (frames == tx->batch) {
+                                int rc = send_frames(d, tx, mm, frames, err);
+                                if (rc < 0)
+                                        return rc;
+                                frames = 0;
+                        }
+                }
+        }
+        int rc = frames ? send_frames(d, tx, mm, frames, err) : 0;
+        return rc < 0 ? rc : (int)n;
+}
+
+int dgram_send_ctl(struct dgram *d, const struct dgram_tx *tx, uint8_t type, const void *payload,
+                   size_t len, struct ds_error *err)
+{
+        uint8_t hdr[DS_WIRE_HDR_LEN];
+        struct ds_wire_hdr h = {.type = type,
+                                .session = d->session,
+                                .msg_len = (uint32_t)len,
+                                .frag_len = (uint32_t)len};
+        ds_wire_encode(hdr, &h);
+        struct iovec iov[3];
+        struct mmsghdr mm;
+        frame_at(tx, hdr, (struct iovec){(void *)payload, len}, iov, &mm);
+        return send_frames(d, tx, &mm, 1, err);
 }
 
 uint32_t dgram_session(void)

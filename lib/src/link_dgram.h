@@ -7,7 +7,7 @@
 #include "link_priv.h"
 
 #include <stdint.h>
-#include <sys/uio.h>
+#include <stddef.h>
 
 struct ds_pool;
 struct ds_error;
@@ -44,11 +44,29 @@ enum dgram_verdict dgram_take(struct dgram *d, const uint8_t *frame, size_t len,
 /* Gives back a message that dgram_take returned as DGRAM_OWNED. */
 void dgram_release(struct dgram *d, const struct ds_msg *msg);
 
-/* Cuts message m into frames of at most frag_max payload bytes, starting at *off: writes
- * a header into hdrs[i] and the payload's place into payload[i] for each, advancing *off.
- * Returns the frames filled (<= max); the message is done when *off == m->len. */
-unsigned dgram_cut(uint32_t session, const struct ds_msg *m, uint32_t frag_max, uint32_t *off,
-                   uint8_t (*hdrs)[DS_WIRE_HDR_LEN], struct iovec *payload, unsigned max);
+#define DGRAM_BATCH_MAX 64
+
+/* How a datagram link's frames go out: each is the prefix (raw: the Ethernet header;
+ * none for udp), a wire header and its payload, sent by sendmmsg() on fd. */
+struct dgram_tx {
+        int fd;
+        const uint8_t *prefix;
+        size_t prefix_len;
+        uint32_t frag_max; /* payload bytes per frame */
+        unsigned batch;    /* frames per sendmmsg(), 1 to DGRAM_BATCH_MAX */
+        /* What sendmmsg()'s errno means for this link: 0 to try again (having waited if
+         * need be), or a negative errno with err filled (-EPIPE: the peer is gone). */
+        int (*send_failed)(struct ds_link *link, int errnum, struct ds_error *err);
+};
+
+/* Sends n data messages as frames, a message longer than frag_max as a train, in batches
+ * of tx->batch. Returns n, or a negative errno from tx->send_failed. */
+int dgram_send(struct dgram *d, const struct dgram_tx *tx, const struct ds_msg *msgs, unsigned n,
+               struct ds_error *err);
+
+/* Sends one control frame of len payload bytes (a payload of ds_wire_ctl_encode). */
+int dgram_send_ctl(struct dgram *d, const struct dgram_tx *tx, uint8_t type, const void *payload,
+                   size_t len, struct ds_error *err);
 
 /* A random session number for a new sending link. */
 uint32_t dgram_session(void);

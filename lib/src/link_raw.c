@@ -80,7 +80,7 @@ struct raw_link {
         int ifindex;
         unsigned mtu;
         uint8_t mac[6];
-        uint8_t peer_mac[6];
+        uint8_t eth[ETH_HDR]; /* the header of every frame we send: to the peer, from us */
         struct dgram dg;
         uint8_t hello[ETH_HDR + DS_WIRE_HDR_LEN + DS_WIRE_CTL_MAX]; /* replayed */
         size_t hello_len;
@@ -446,6 +446,14 @@ static struct raw_link *raw_new(const char *iface, int *rc, struct ds_error *err
         return r;
 }
 
+static void set_peer(struct raw_link *r, const uint8_t mac[6])
+{
+        memcpy(r->eth, mac, 6);
+        memcpy(r->eth + 6, r->mac, 6);
+        r->eth[12] = DS_WIRE_ETHERTYPE >> 8;
+        r->eth[13] = DS_WIRE_ETHERTYPE & 0xff;
+}
+
 static void raw_close(struct ds_link *link)
 {
         struct raw_link *r = (struct raw_link *)link;
@@ -475,7 +483,7 @@ static int raw_connect(struct ds_link **out, const struct ds_link_config *config
         struct raw_link *r = raw_new(config->iface, &rc, err);
         if (!r)
                 return rc;
-        memcpy(r->peer_mac, peer, 6);
+        set_peer(r, peer);
         r->dg.session = dgram_session();
         snprintf(r->base.peer, sizeof(r->base.peer), "%s on %s", config->host, config->iface);
         r->sender = true;
@@ -528,86 +536,44 @@ static int raw_prepare(struct ds_link *link, const struct ds_link_params *params
         return 0;
 }
 
-static int send_frames(struct raw_link *r, struct mmsghdr *mm, unsigned n, struct ds_error *err)
+static int raw_send_failed(struct ds_link *link, int errnum, struct ds_error *err)
 {
-        unsigned done = 0;
-        while (done < n) {
-                int k = sendmmsg(r->port.fd, mm + done, n - done, 0);
-                if (k < 0) {
-                        /* The device queue is full: wait our turn, lose nothing. */
-                        if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN) {
-                                struct pollfd pfd = {.fd = r->port.fd, .events = POLLOUT};
-                                (void)poll(&pfd, 1, 1);
-                                continue;
-                        }
-                        if (errno == ENETDOWN || errno == ENXIO)
-                                return ds_fail(err, -EPIPE, "raw: interface went away");
-                        return ds_fail(err, -errno, "raw: send");
-                }
-                done += (unsigned)k;
+        struct raw_link *r = (struct raw_link *)link;
+        if (errnum == EINTR || errnum == ENOBUFS || errnum == EAGAIN) {
+                /* The device queue is full: wait our turn, lose nothing. */
+                struct pollfd pfd = {.fd = r->port.fd, .events = POLLOUT};
+                (void)poll(&pfd, 1, 1);
+                return 0;
         }
-        r->base.stats.frames_sent += n;
-        return 0;
+        if (errnum == ENETDOWN || errnum == ENXIO)
+                return ds_fail(err, -EPIPE, "raw: interface went away");
+        return ds_fail(err, -errnum, "raw: send");
 }
 
-static void eth_header(const struct raw_link *r, uint8_t *out)
+static struct dgram_tx raw_tx(const struct raw_link *r)
 {
-        memcpy(out, r->peer_mac, 6);
-        memcpy(out + 6, r->mac, 6);
-        out[12] = DS_WIRE_ETHERTYPE >> 8;
-        out[13] = DS_WIRE_ETHERTYPE & 0xff;
+        return (struct dgram_tx){.fd = r->port.fd,
+                                 .prefix = r->eth,
+                                 .prefix_len = ETH_HDR,
+                                 .frag_max = frag_max(r),
+                                 .batch = BATCH,
+                                 .send_failed = raw_send_failed};
 }
 
 static int raw_send(struct ds_link *link, const struct ds_msg *msgs, unsigned n,
                     struct ds_error *err)
 {
         struct raw_link *r = (struct raw_link *)link;
-        uint8_t eth[ETH_HDR];
-        uint8_t hdrs[BATCH][DS_WIRE_HDR_LEN];
-        struct iovec payload[BATCH];
-        struct iovec iov[BATCH][3];
-        struct mmsghdr mm[BATCH];
-        eth_header(r, eth);
-        unsigned frames = 0;
-        for (unsigned i = 0; i < n; i++) {
-                uint32_t off = 0;
-                while (off < msgs[i].len) {
-                        unsigned k = dgram_cut(r->dg.session, &msgs[i], frag_max(r), &off,
-                                               hdrs + frames, payload + frames, BATCH - frames);
-                        for (unsigned f = frames; f < frames + k; f++) {
-                                iov[f][0] = (struct iovec){eth, ETH_HDR};
-                                iov[f][1] = (struct iovec){hdrs[f], DS_WIRE_HDR_LEN};
-                                iov[f][2] = payload[f];
-                                mm[f] = (struct mmsghdr){
-                                    .msg_hdr = {.msg_iov = iov[f], .msg_iovlen = 3}};
-                        }
-                        frames += k;
-                        if (frames == BATCH) {
-                                int rc = send_frames(r, mm, frames, err);
-                                if (rc < 0)
-                                        return rc;
-                                frames = 0;
-                        }
-                }
-        }
-        int rc = frames ? send_frames(r, mm, frames, err) : 0;
-        return rc < 0 ? rc : (int)n;
+        struct dgram_tx tx = raw_tx(r);
+        return dgram_send(&r->dg, &tx, msgs, n, err);
 }
 
 static int raw_send_ctl(struct ds_link *link, uint8_t type, const void *payload, size_t len,
                         struct ds_error *err)
 {
         struct raw_link *r = (struct raw_link *)link;
-        uint8_t head[FRAME_HDR];
-        eth_header(r, head);
-        struct ds_wire_hdr h = {.type = type,
-                                .session = r->dg.session,
-                                .msg_len = (uint32_t)len,
-                                .frag_len = (uint32_t)len};
-        ds_wire_encode(head + ETH_HDR, &h);
-        struct iovec iov[2] = {{head, FRAME_HDR}, {(void *)payload, len}};
-        struct mmsghdr mm = {.msg_hdr = {.msg_iov = iov, .msg_iovlen = 2}};
-        return send_frames(r, &mm, 1, err);
+        struct dgram_tx tx = raw_tx(r);
+        return dgram_send_ctl(&r->dg, &tx, type, payload, len, err);
 }
 
 /* A sender's drain: control frames from the socket, each copied out by dgram_take
@@ -766,7 +732,7 @@ static int adopt(struct raw_listener *l, const uint8_t *frame, unsigned len, uin
         struct raw_link *r = raw_new(if_indextoname((unsigned)l->ifindex, ifname), &rc, err);
         if (!r)
                 return rc;
-        memcpy(r->peer_mac, frame + 6, 6);
+        set_peer(r, frame + 6);
         memcpy(r->hello, frame, len);
         r->hello_len = len;
         r->dg.session = session;

@@ -298,71 +298,35 @@ static int udp_prepare(struct ds_link *link, const struct ds_link_params *params
         return 0;
 }
 
-static int send_frames(struct udp_link *u, struct mmsghdr *mm, unsigned n, struct ds_error *err)
+static int udp_send_failed(struct ds_link *link, int errnum, struct ds_error *err)
 {
-        unsigned done = 0;
-        while (done < n) {
-                int k = sendmmsg(u->fd, mm + done, n - done, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == ECONNREFUSED)
-                                return ds_fail(err, -EPIPE, "udp: nobody listens at %s",
-                                               u->base.peer);
-                        return ds_fail(err, -errno, "udp send to %s", u->base.peer);
-                }
-                done += (unsigned)k;
-        }
-        u->base.stats.frames_sent += n;
-        return 0;
+        if (errnum == EINTR)
+                return 0;
+        if (errnum == ECONNREFUSED)
+                return ds_fail(err, -EPIPE, "udp: nobody listens at %s", link->peer);
+        return ds_fail(err, -errnum, "udp send to %s", link->peer);
+}
+
+static struct dgram_tx udp_tx(const struct udp_link *u)
+{
+        return (struct dgram_tx){
+            .fd = u->fd, .frag_max = u->frag_max, .batch = BATCH, .send_failed = udp_send_failed};
 }
 
 static int udp_send(struct ds_link *link, const struct ds_msg *msgs, unsigned n,
                     struct ds_error *err)
 {
         struct udp_link *u = (struct udp_link *)link;
-        uint8_t hdrs[BATCH][DS_WIRE_HDR_LEN];
-        struct iovec iov[BATCH][2];
-        struct mmsghdr mm[BATCH];
-        unsigned frames = 0;
-        for (unsigned i = 0; i < n; i++) {
-                uint32_t off = 0;
-                while (off < msgs[i].len) {
-                        struct iovec payload[BATCH];
-                        unsigned k = dgram_cut(u->dg.session, &msgs[i], u->frag_max, &off,
-                                               hdrs + frames, payload, BATCH - frames);
-                        for (unsigned f = frames; f < frames + k; f++) {
-                                iov[f][0] = (struct iovec){hdrs[f], DS_WIRE_HDR_LEN};
-                                iov[f][1] = payload[f - frames];
-                                mm[f] = (struct mmsghdr){
-                                    .msg_hdr = {.msg_iov = iov[f], .msg_iovlen = 2}};
-                        }
-                        frames += k;
-                        if (frames == BATCH) {
-                                int rc = send_frames(u, mm, frames, err);
-                                if (rc < 0)
-                                        return rc;
-                                frames = 0;
-                        }
-                }
-        }
-        int rc = frames ? send_frames(u, mm, frames, err) : 0;
-        return rc < 0 ? rc : (int)n;
+        struct dgram_tx tx = udp_tx(u);
+        return dgram_send(&u->dg, &tx, msgs, n, err);
 }
 
 static int udp_send_ctl(struct ds_link *link, uint8_t type, const void *payload, size_t len,
                         struct ds_error *err)
 {
         struct udp_link *u = (struct udp_link *)link;
-        uint8_t hdr[DS_WIRE_HDR_LEN];
-        struct ds_wire_hdr h = {.type = type,
-                                .session = u->dg.session,
-                                .msg_len = (uint32_t)len,
-                                .frag_len = (uint32_t)len};
-        ds_wire_encode(hdr, &h);
-        struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
-        struct mmsghdr mm = {.msg_hdr = {.msg_iov = iov, .msg_iovlen = 2}};
-        return send_frames(u, &mm, 1, err);
+        struct dgram_tx tx = udp_tx(u);
+        return dgram_send_ctl(&u->dg, &tx, type, payload, len, err);
 }
 
 /* Takes one datagram in slot; returns false when it must wait (FULL). */
