@@ -14,63 +14,31 @@
 #include <dragstrip/link.h>
 
 #include "link_dgram.h"
+#include "link_raw.h"
 
 #include <dragstrip/error.h>
 #include <dragstrip/stop.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
+
 #ifdef DS_HAVE_PCAP
-#include <pcap/pcap.h>
 #define RAW_PCAP_CAP DS_LINK_PCAP
 #else
-#define RAW_PCAP_CAP 0 /* no libpcap to write traces with */
+#define RAW_PCAP_CAP 0 /* no libpcap to write traces with (link_raw_pcap.c) */
 #endif
 
-#define ETH_HDR      14u
-#define FRAME_HDR    (ETH_HDR + DS_WIRE_HDR_LEN)
-#define RAW_MAX_MSG  (256u << 20)
-#define RING_MAX     (64u << 20) /* the most a receiving stream's ring takes */
-#define SMALL_BLOCKS 8           /* rings that only see control frames */
-#define MIN_BLOCK    (64u << 10)
-#define BLOCK_FRAMES 4    /* a stream's block holds at least this many frames */
-#define WINDOW_FULL  8    /* its window spans at least this many full blocks */
-#define WINDOW_MIN   16   /* and at least this many messages */
-#define BLOCK_TOV_MS 2    /* a part-filled block is handed over after this */
-#define NAP_US       100  /* a reader that was just handed data waits this long first */
-#define FRAME_SLACK  128u /* tpacket3 header, sockaddr_ll and alignment per frame */
-#define BATCH        64
-#define MAX_SESSIONS 64
-
-/* One AF_PACKET socket and its receive ring. */
-struct raw_port {
-        int fd;
-        uint8_t *map;
-        size_t map_len;
-        unsigned block_size;
-        unsigned nblocks;
-        unsigned cur;      /* block being read */
-        unsigned ret;      /* oldest block not yet given back to the kernel */
-        unsigned left;     /* frames of cur still to read, 0: cur not yet opened */
-        uint8_t *pkt;      /* next frame of cur */
-        unsigned *held;    /* frames of each block out with the caller */
-        uint64_t opened;   /* blocks opened so far (cur is opened - 1 mod nblocks) */
-        uint64_t returned; /* blocks given back */
-};
+#define RAW_MAX_MSG   (256u << 20)
+#define LISTENER_RING (2u << 20) /* room for a burst of strays and junk between accepts */
+#define NAP_US        100        /* a reader that was just handed data waits this long first */
+#define BATCH         64
 
 struct raw_listener;
 
@@ -96,320 +64,11 @@ struct raw_listener {
         int ifindex;
         unsigned mtu;
         uint8_t mac[6];
-        pthread_mutex_t lock; /* sessions and the pcap file, shared with links */
+        pthread_mutex_t lock; /* sessions, shared with links */
         uint32_t sessions[MAX_SESSIONS];
         unsigned nsessions;
-#ifdef DS_HAVE_PCAP
-        pcap_t *pcap;
-        pcap_dumper_t *dumper;
-#endif
+        struct raw_trace *trace; /* NULL: not tracing */
 };
-
-/* ---- the ring ---------------------------------------------------------------- */
-
-static struct tpacket_block_desc *block_at(const struct raw_port *p, unsigned i)
-{
-        return (struct tpacket_block_desc *)(p->map + (size_t)i * p->block_size);
-}
-
-static int filter_attach(int fd, struct sock_filter *code, unsigned len, struct ds_error *err)
-{
-        struct sock_fprog prog = {.len = (unsigned short)len, .filter = code};
-        if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
-                return ds_fail(err, -errno, "raw: BPF filter");
-        return 0;
-}
-
-/* Passes only frames of one session. */
-static int filter_session(int fd, uint32_t session, struct ds_error *err)
-{
-        struct sock_filter code[] = {
-            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HDR + 4),
-            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, session, 0, 1),
-            BPF_STMT(BPF_RET | BPF_K, 0x40000),
-            BPF_STMT(BPF_RET | BPF_K, 0),
-        };
-        return filter_attach(fd, code, 4, err);
-}
-
-/* Passes everything but the data frames of the sessions that have sockets of their own,
- * short frames included (a load past the end would make BPF drop them uncounted):
- *   0 ld len; 1 jge 22 else pass; 2 ldh magic; 3 jeq MAGIC else pass; 4 ldb type;
- *   5 jeq DATA else pass; 6 ld session; 7.. jeq session_k then drop; pass: ret all; drop */
-static int filter_others(int fd, const uint32_t *sessions, unsigned n, struct ds_error *err)
-{
-        struct sock_filter code[9 + MAX_SESSIONS];
-        unsigned pass = 7 + n, drop = 8 + n;
-        code[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
-        code[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, ETH_HDR + 8, 0,
-                                               (uint8_t)(pass - 2));
-        code[2] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HDR);
-        code[3] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, DS_WIRE_MAGIC, 0,
-                                               (uint8_t)(pass - 4));
-        code[4] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HDR + 3);
-        code[5] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, DS_WIRE_DATA, 0,
-                                               (uint8_t)(pass - 6));
-        code[6] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HDR + 4);
-        for (unsigned k = 0; k < n; k++)
-                code[7 + k] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, sessions[k],
-                                                           (uint8_t)(drop - (7 + k) - 1), 0);
-        code[pass] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0x40000);
-        code[drop] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
-        return filter_attach(fd, code, 9 + n, err);
-}
-
-/* Sizes a ring so that one block holds at least one whole frame of frame_len bytes. */
-static void ring_plan(struct raw_port *p, unsigned frame_len, size_t ring_bytes)
-{
-        unsigned need = frame_len + FRAME_SLACK + 64; /* 64: the block descriptor */
-        unsigned block = MIN_BLOCK;
-        while (block < need)
-                block <<= 1;
-        p->block_size = block;
-        p->nblocks = (unsigned)(ring_bytes / block);
-        if (p->nblocks < SMALL_BLOCKS)
-                p->nblocks = SMALL_BLOCKS;
-}
-
-/* Blocks one message takes in the worst case: a block may be handed over holding a
- * single frame (its timer ran out), and a train may start anywhere in a block. */
-static uint32_t blocks_per_msg(unsigned per_block, uint32_t frames_per_msg)
-{
-        return frames_per_msg == 1 ? 1 : (frames_per_msg + per_block - 1) / per_block + 1;
-}
-
-/* Sizes a receiving stream's ring. On veth the sender's CPU runs the receive path: it
- * copies each frame into the ring and wakes the reader once per block. So a block holds
- * several frames (fewer wake-ups), and the ring is no bigger than the window needs (the
- * copy runs faster into a ring that stays in the cache): 64000-byte frames get 34
- * blocks of 256 KiB, 8.5 MiB, where 512 blocks of 128 KiB ran about 12% slower.
- * The window (ring_window) must still span several full blocks, or each grant waits for
- * a block's timer. */
-static void stream_ring_plan(struct raw_port *p, unsigned frame_len, uint32_t frames_per_msg)
-{
-        unsigned slot = frame_len + FRAME_SLACK;
-        unsigned block = MIN_BLOCK;
-        while (block < BLOCK_FRAMES * slot + 64) /* 64: the block descriptor */
-                block <<= 1;
-        unsigned per_block = (block - 64) / slot;
-        uint64_t msgs = ((uint64_t)WINDOW_FULL * per_block + frames_per_msg - 1) / frames_per_msg;
-        if (msgs < WINDOW_MIN)
-                msgs = WINDOW_MIN;
-        uint64_t nblocks = 1 + (msgs + 1) * blocks_per_msg(per_block, frames_per_msg);
-        if (nblocks > RING_MAX / block)
-                nblocks = RING_MAX / block;
-        p->block_size = block;
-        p->nblocks = (unsigned)nblocks;
-}
-
-static int ring_map(struct raw_port *p, struct ds_error *err)
-{
-        struct tpacket_req3 req = {
-            .tp_block_size = p->block_size,
-            .tp_block_nr = p->nblocks,
-            .tp_frame_size = p->block_size,
-            .tp_frame_nr = p->nblocks,
-            .tp_retire_blk_tov = BLOCK_TOV_MS,
-        };
-        if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
-                return ds_fail(err, -errno, "raw: receive ring of %u blocks of %u bytes",
-                               p->nblocks, p->block_size);
-        p->map_len = (size_t)p->block_size * p->nblocks;
-        void *map =
-            mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, p->fd, 0);
-        if (map == MAP_FAILED)
-                return ds_fail(err, -errno, "raw: mapping the receive ring");
-        p->map = map;
-        p->held = calloc(p->nblocks, sizeof(*p->held));
-        if (!p->held)
-                return ds_fail(err, -ENOMEM, "raw: ring bookkeeping");
-        p->cur = p->ret = p->left = 0;
-        p->opened = p->returned = 0;
-        return 0;
-}
-
-static void ring_unmap(struct raw_port *p)
-{
-        if (p->map)
-                munmap(p->map, p->map_len);
-        free(p->held);
-        p->map = NULL;
-        p->held = NULL;
-}
-
-/* Gives back, in order, every block that is read through and holds nothing out. */
-static void ring_return(struct raw_port *p)
-{
-        while (p->returned < p->opened) {
-                unsigned b = (unsigned)(p->returned % p->nblocks);
-                bool reading = b == p->cur && p->left > 0;
-                if (reading || p->held[b])
-                        return;
-                __atomic_store_n(&block_at(p, b)->hdr.bh1.block_status, TP_STATUS_KERNEL,
-                                 __ATOMIC_RELEASE);
-                p->returned++;
-        }
-}
-
-/* The next frame, without consuming it: its bytes (from the Ethernet header), length and
- * block. Returns false when the ring holds nothing more now. */
-static bool ring_peek(struct raw_port *p, uint8_t **frame, unsigned *len, unsigned *block,
-                      struct tpacket3_hdr **hdr_out)
-{
-        if (p->left == 0) {
-                if (p->opened - p->returned >= p->nblocks)
-                        return false; /* the caller holds the whole ring */
-                unsigned b = (unsigned)(p->opened % p->nblocks);
-                struct tpacket_block_desc *bd = block_at(p, b);
-                if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) &
-                      TP_STATUS_USER))
-                        return false;
-                p->cur = b;
-                p->opened++;
-                p->left = bd->hdr.bh1.num_pkts;
-                p->pkt = (uint8_t *)bd + bd->hdr.bh1.offset_to_first_pkt;
-                if (p->left == 0) {
-                        ring_return(p);
-                        return ring_peek(p, frame, len, block, hdr_out);
-                }
-        }
-        struct tpacket3_hdr *h = (struct tpacket3_hdr *)p->pkt;
-        *frame = p->pkt + h->tp_mac;
-        *len = h->tp_snaplen;
-        *block = p->cur;
-        *hdr_out = h;
-        return true;
-}
-
-/* Moves past the frame ring_peek showed; hold: the caller keeps a pointer into it. */
-static void ring_next(struct raw_port *p, bool hold)
-{
-        struct tpacket3_hdr *h = (struct tpacket3_hdr *)p->pkt;
-        if (hold)
-                p->held[p->cur]++;
-        p->pkt += h->tp_next_offset;
-        if (--p->left == 0)
-                ring_return(p);
-}
-
-static void ring_unhold(struct raw_port *p, unsigned block)
-{
-        p->held[block]--;
-        ring_return(p);
-}
-
-/* ---- sockets ------------------------------------------------------------------ */
-
-static int iface_info(const char *iface, int *ifindex, unsigned *mtu, uint8_t mac[6],
-                      struct ds_error *err)
-{
-        struct ifreq ifr = {0};
-        if (!iface || strlen(iface) >= sizeof(ifr.ifr_name))
-                return ds_fail(err, -EINVAL, "raw: no interface named (the link runs on one)");
-        *ifindex = (int)if_nametoindex(iface);
-        if (*ifindex == 0)
-                return ds_fail(err, -ENODEV, "raw: no interface '%s'", iface);
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return ds_fail(err, -errno, "raw: socket for ioctl");
-        strcpy(ifr.ifr_name, iface);
-        int rc = 0;
-        if (ioctl(fd, SIOCGIFMTU, &ifr) < 0)
-                rc = ds_fail(err, -errno, "raw: MTU of %s", iface);
-        else
-                *mtu = (unsigned)ifr.ifr_mtu;
-        if (rc == 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) < 0)
-                rc = ds_fail(err, -errno, "raw: MAC address of %s", iface);
-        else if (rc == 0)
-                memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-        close(fd);
-        if (rc == 0 && *mtu < DS_WIRE_HDR_LEN + DS_WIRE_CTL_MAX)
-                rc = ds_fail(err, -EINVAL, "raw: MTU %u of %s is too small", *mtu, iface);
-        return rc;
-}
-
-/* Opens a packet socket with no protocol yet (so nothing arrives before the filter is
- * on), for the caller to filter, ring and bind. */
-static int port_socket(struct raw_port *p, struct ds_error *err)
-{
-        memset(p, 0, sizeof(*p));
-        p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-        if (p->fd < 0)
-                return ds_fail(err, -errno, "raw: AF_PACKET socket (needs root or CAP_NET_RAW)");
-        int v3 = TPACKET_V3, one = 1, sndbuf = 8 << 20;
-        if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &v3, sizeof(v3)) < 0)
-                return ds_fail(err, -errno, "raw: TPACKET_V3");
-        if (setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0 ||
-            setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)
-                return ds_fail(err, -errno, "raw: socket options");
-        return 0;
-}
-
-static int port_bind(struct raw_port *p, int ifindex, struct ds_error *err)
-{
-        struct sockaddr_ll sll = {.sll_family = AF_PACKET,
-                                  .sll_protocol = htons(DS_WIRE_ETHERTYPE),
-                                  .sll_ifindex = ifindex};
-        if (bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
-                return ds_fail(err, -errno, "raw: bind to interface %d", ifindex);
-        return 0;
-}
-
-static void port_close(struct raw_port *p)
-{
-        ring_unmap(p);
-        if (p->fd >= 0)
-                close(p->fd);
-        p->fd = -1;
-}
-
-/* ---- pcap traces of what sink received ----------------------------------------- */
-
-static int trace_open(struct raw_listener *l, const char *path, struct ds_error *err)
-{
-        if (!path)
-                return 0;
-#ifdef DS_HAVE_PCAP
-        l->pcap = pcap_open_dead(DLT_EN10MB, 262144);
-        if (!l->pcap)
-                return ds_fail(err, -ENOMEM, "pcap trace: libpcap");
-        l->dumper = pcap_dump_open(l->pcap, path);
-        if (!l->dumper)
-                return ds_fail(err, -EIO, "pcap trace %s: %s", path, pcap_geterr(l->pcap));
-        return 0;
-#else
-        (void)l;
-        return ds_fail(err, -ENOTSUP, "pcap trace %s: this build has no libpcap", path);
-#endif
-}
-
-static void trace_frame(struct raw_listener *l, const struct tpacket3_hdr *h, const uint8_t *frame)
-{
-#ifdef DS_HAVE_PCAP
-        if (!l || !l->dumper)
-                return;
-        struct pcap_pkthdr ph = {.ts = {.tv_sec = h->tp_sec, .tv_usec = h->tp_nsec / 1000},
-                                 .caplen = h->tp_snaplen,
-                                 .len = h->tp_len};
-        pthread_mutex_lock(&l->lock);
-        pcap_dump((u_char *)l->dumper, &ph, frame);
-        pthread_mutex_unlock(&l->lock);
-#else
-        (void)l, (void)h, (void)frame;
-#endif
-}
-
-static void trace_close(struct raw_listener *l)
-{
-#ifdef DS_HAVE_PCAP
-        if (l->dumper)
-                pcap_dump_close(l->dumper);
-        if (l->pcap)
-                pcap_close(l->pcap);
-#else
-        (void)l;
-#endif
-}
 
 /* ---- links ------------------------------------------------------------------- */
 
@@ -438,7 +97,7 @@ static struct raw_link *raw_new(const char *iface, int *rc, struct ds_error *err
         r->base.caps = ds_link_raw.caps;
         r->base.max_msg = RAW_MAX_MSG;
         r->dg.link = &r->base;
-        *rc = iface_info(iface, &r->ifindex, &r->mtu, r->mac, err);
+        *rc = raw_iface_info(iface, &r->ifindex, &r->mtu, r->mac, err);
         if (*rc < 0) {
                 free(r);
                 return NULL;
@@ -464,10 +123,10 @@ static void raw_close(struct ds_link *link)
                         if (l->sessions[i] == r->dg.session)
                                 l->sessions[i] = l->sessions[--l->nsessions];
                 struct ds_error ignored; /* the old filter only passes less */
-                (void)filter_others(l->port.fd, l->sessions, l->nsessions, &ignored);
+                (void)raw_filter_others(l->port.fd, l->sessions, l->nsessions, &ignored);
                 pthread_mutex_unlock(&l->lock);
         }
-        port_close(&r->port);
+        raw_port_close(&r->port);
         dgram_free(&r->dg);
         free(r);
 }
@@ -487,11 +146,11 @@ static int raw_connect(struct ds_link **out, const struct ds_link_config *config
         r->dg.session = dgram_session();
         snprintf(r->base.peer, sizeof(r->base.peer), "%s on %s", config->host, config->iface);
         r->sender = true;
-        rc = port_socket(&r->port, err);
+        rc = raw_port_socket(&r->port, err);
         if (rc == 0)
-                rc = filter_session(r->port.fd, r->dg.session, err);
+                rc = raw_filter_session(r->port.fd, r->dg.session, err);
         if (rc == 0)
-                rc = port_bind(&r->port, r->ifindex, err);
+                rc = raw_port_bind(&r->port, r->ifindex, err);
         if (rc < 0) {
                 raw_close(&r->base);
                 return rc;
@@ -505,15 +164,6 @@ static uint32_t frag_max(const struct raw_link *r)
         return r->mtu - DS_WIRE_HDR_LEN;
 }
 
-/* Messages that fit in the ring whatever the kernel does with its blocks, with room for
- * the one more a silence may grant (ds_session_idle) and the block the kernel opens next. */
-static uint32_t ring_window(const struct raw_port *p, unsigned frame_len, uint32_t frames_per_msg)
-{
-        unsigned per_block = (p->block_size - 64) / (frame_len + FRAME_SLACK);
-        uint32_t room = (p->nblocks - 1) / blocks_per_msg(per_block, frames_per_msg);
-        return room > 1 ? room - 1 : 1;
-}
-
 static int raw_prepare(struct ds_link *link, const struct ds_link_params *params,
                        struct ds_link_offer *mine, struct ds_error *err)
 {
@@ -524,15 +174,15 @@ static int raw_prepare(struct ds_link *link, const struct ds_link_params *params
         uint32_t frames = (params->msg_size + fmax - 1) / fmax;
         unsigned frame_len =
             ETH_HDR + DS_WIRE_HDR_LEN + (params->msg_size < fmax ? params->msg_size : fmax);
-        stream_ring_plan(&r->port, frame_len, frames);
-        int rc = ring_map(&r->port, err);
+        raw_stream_ring_plan(&r->port, frame_len, frames);
+        int rc = raw_ring_map(&r->port, err);
         if (rc == 0)
-                rc = port_bind(&r->port, r->ifindex, err);
+                rc = raw_port_bind(&r->port, r->ifindex, err);
         if (rc == 0)
                 rc = dgram_prepare(&r->dg, params->msg_size, err);
         if (rc < 0)
                 return rc;
-        mine->window = ring_window(&r->port, frame_len, frames);
+        mine->window = raw_ring_window(&r->port, frame_len, frames);
         return 0;
 }
 
@@ -608,11 +258,11 @@ static unsigned drain(struct raw_link *r, struct ds_msg *msgs, unsigned max)
         uint8_t *frame;
         unsigned len, block;
         struct tpacket3_hdr *th;
-        while (got < max && ring_peek(&r->port, &frame, &len, &block, &th)) {
-                trace_frame(r->listener, th, frame);
+        while (got < max && raw_ring_peek(&r->port, &frame, &len, &block, &th)) {
+                raw_trace_frame(r->listener ? r->listener->trace : NULL, th, frame);
                 if (len < ETH_HDR) {
                         r->base.stats.malformed[DS_WIRE_SHORT]++;
-                        ring_next(&r->port, false);
+                        raw_ring_next(&r->port, false);
                         continue;
                 }
                 enum dgram_verdict v =
@@ -621,7 +271,7 @@ static unsigned drain(struct raw_link *r, struct ds_msg *msgs, unsigned max)
                         break;
                 if (v == DGRAM_INPLACE)
                         msgs[got].cookie = (uintptr_t)block + 1;
-                ring_next(&r->port, v == DGRAM_INPLACE);
+                raw_ring_next(&r->port, v == DGRAM_INPLACE);
                 if (v != DGRAM_NONE)
                         got++;
         }
@@ -664,7 +314,7 @@ static void raw_release(struct ds_link *link, const struct ds_msg *msgs, unsigne
         struct raw_link *r = (struct raw_link *)link;
         for (unsigned i = 0; i < n; i++) {
                 if (msgs[i].cookie)
-                        ring_unhold(&r->port, (unsigned)(msgs[i].cookie - 1));
+                        raw_ring_unhold(&r->port, (unsigned)(msgs[i].cookie - 1));
                 else
                         dgram_release(&r->dg, &msgs[i]);
         }
@@ -675,8 +325,8 @@ static void raw_release(struct ds_link *link, const struct ds_msg *msgs, unsigne
 static void raw_unlisten(struct ds_link_listener *listener)
 {
         struct raw_listener *l = (struct raw_listener *)listener;
-        port_close(&l->port);
-        trace_close(l);
+        raw_port_close(&l->port);
+        raw_trace_close(l->trace);
         pthread_mutex_destroy(&l->lock);
         free(l);
 }
@@ -690,20 +340,19 @@ static int raw_listen(struct ds_link_listener **out, const struct ds_link_config
         pthread_mutex_init(&l->lock, NULL);
         l->port.fd = -1;
         l->base.ops = &ds_link_raw;
-        int rc = iface_info(config->iface, &l->ifindex, &l->mtu, l->mac, err);
+        int rc = raw_iface_info(config->iface, &l->ifindex, &l->mtu, l->mac, err);
         if (rc == 0)
-                rc = port_socket(&l->port, err);
+                rc = raw_port_socket(&l->port, err);
         if (rc == 0)
-                rc = filter_others(l->port.fd, NULL, 0, err);
+                rc = raw_filter_others(l->port.fd, NULL, 0, err);
         if (rc == 0) {
-                /* room for a burst of strays and junk between two accept() calls */
-                ring_plan(&l->port, l->mtu + ETH_HDR, 32u * MIN_BLOCK);
-                rc = ring_map(&l->port, err);
+                raw_ring_plan(&l->port, l->mtu + ETH_HDR, LISTENER_RING);
+                rc = raw_ring_map(&l->port, err);
         }
         if (rc == 0)
-                rc = port_bind(&l->port, l->ifindex, err);
+                rc = raw_port_bind(&l->port, l->ifindex, err);
         if (rc == 0)
-                rc = trace_open(l, config->pcap_path, err);
+                rc = raw_trace_open(&l->trace, config->pcap_path, err);
         if (rc < 0) {
                 raw_unlisten(&l->base);
                 return rc;
@@ -738,15 +387,15 @@ static int adopt(struct raw_listener *l, const uint8_t *frame, unsigned len, uin
         r->dg.session = session;
         snprintf(r->base.peer, sizeof(r->base.peer), "%02x:%02x:%02x:%02x:%02x:%02x", frame[6],
                  frame[7], frame[8], frame[9], frame[10], frame[11]);
-        rc = port_socket(&r->port, err);
+        rc = raw_port_socket(&r->port, err);
         if (rc == 0)
-                rc = filter_session(r->port.fd, session, err);
+                rc = raw_filter_session(r->port.fd, session, err);
         pthread_mutex_lock(&l->lock);
         if (rc == 0 && l->nsessions == MAX_SESSIONS)
                 rc = ds_fail(err, -EBUSY, "raw: %d streams at once is the most", MAX_SESSIONS);
         if (rc == 0) {
                 l->sessions[l->nsessions++] = session;
-                rc = filter_others(l->port.fd, l->sessions, l->nsessions, err);
+                rc = raw_filter_others(l->port.fd, l->sessions, l->nsessions, err);
                 r->listener = l;
         }
         pthread_mutex_unlock(&l->lock);
@@ -790,10 +439,10 @@ static int raw_accept(struct ds_link_listener *listener, struct ds_link **out, i
                 uint8_t *frame;
                 unsigned len, block;
                 struct tpacket3_hdr *th;
-                while (ring_peek(&l->port, &frame, &len, &block, &th)) {
-                        trace_frame(l, th, frame);
+                while (raw_ring_peek(&l->port, &frame, &len, &block, &th)) {
+                        raw_trace_frame(l->trace, th, frame);
                         int rc = listener_frame(l, frame, len, out, err);
-                        ring_next(&l->port, false);
+                        raw_ring_next(&l->port, false);
                         if (rc != 0)
                                 return rc < 0 ? rc : 0;
                 }
