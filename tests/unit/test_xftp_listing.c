@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ftptime.h"
 #include "listing.h"
 
 /* What listing_show prints for len bytes of text. The caller frees it. */
@@ -130,17 +131,34 @@ static void test_times_are_utc_both_ways(void **state)
 {
         (void)state;
         struct timespec when;
-        char out[LISTING_TIME_MAX];
-        assert_int_equal(listing_time_parse("19700101000001", &when), 0);
+        char out[XFTP_TIME_MAX];
+        assert_int_equal(xftp_time_parse("19700101000001", &when), 14);
         assert_int_equal(when.tv_sec, 1);
-        assert_int_equal(listing_time_parse("20240301123456.5", &when), 0);
+        assert_int_equal(xftp_time_parse("20240301123456.5; name", &when), 16);
         assert_int_equal(when.tv_sec, 1709296496);
         assert_int_equal(when.tv_nsec, 500000000);
-        listing_time_format(&when, out, sizeof(out));
+        xftp_time_format(&when, out, sizeof(out));
         assert_string_equal(out, "20240301123456");
-        assert_int_equal(listing_time_parse("20241301000000", &when), -EINVAL); /* month 13 */
-        assert_int_equal(listing_time_parse("2024030112", &when), -EINVAL);     /* too short */
-        assert_int_equal(listing_time_parse("19691231235959", &when), -EINVAL);
+        assert_int_equal(xftp_time_parse("20241301000000", &when), -EINVAL); /* month 13 */
+        assert_int_equal(xftp_time_parse("2024030112", &when), -EINVAL);     /* too short */
+        assert_int_equal(xftp_time_parse("20240230120000", &when), -EINVAL); /* February 30 */
+}
+
+/* The client takes from a listing only the times the server would take in MFMT. */
+static void test_listing_times_are_those_mfmt_takes(void **state)
+{
+        (void)state;
+        char out[LISTING_TIME_MAX];
+        assert_int_equal(
+            listing_modify_fact("type=file;modify=20240301123456.123;", out, sizeof(out)), 0);
+        assert_string_equal(out, "20240301123456.123");
+        assert_int_equal(listing_modify_fact("type=file;modify=20240230120000;", out, sizeof(out)),
+                         -ENOTSUP);
+        assert_int_equal(listing_modify_fact("type=file;modify=2024030112345x;", out, sizeof(out)),
+                         -ENOTSUP);
+        assert_int_equal(
+            listing_modify_fact("type=file;modify=20240301123456.1234567890;", out, sizeof(out)),
+            -ENOTSUP);
 }
 
 int main(void)
@@ -154,6 +172,7 @@ int main(void)
             cmocka_unit_test(test_mlsd_facts_are_matched_whole),
             cmocka_unit_test(test_list_line_gives_the_size),
             cmocka_unit_test(test_times_are_utc_both_ways),
+            cmocka_unit_test(test_listing_times_are_those_mfmt_takes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

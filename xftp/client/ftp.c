@@ -2,6 +2,7 @@
  * buffer with a deadline on each, and everything in them is checked before use. */
 #include "ftp.h"
 
+#include "ftptime.h"
 #include "xtls.h"
 
 #include <errno.h>
@@ -626,6 +627,6 @@ int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *w
         char stamp[LISTING_TIME_MAX];
         if (!ftp->feat.mfmt)
                 return -ENOTSUP;
-        listing_time_format(when, stamp, sizeof(stamp));
+        xftp_time_format(when, stamp, sizeof(stamp));
         return ftp_send_ahead(ftp, true, err, "MFMT %s %s", stamp, path);
 }

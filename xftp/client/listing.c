@@ -2,6 +2,7 @@
  * passing a control byte on. */
 #include "listing.h"
 
+#include "ftptime.h"
 #include "text.h"
 
 #include <errno.h>
@@ -104,8 +105,9 @@ int listing_size_fact(const char *line, uint64_t *size)
 
 int listing_time_copy(const char *text, size_t len, char *out, size_t room)
 {
-        if (len < 14 || len >= room || strspn(text, "0123456789") < 14 ||
-            strspn(text, "0123456789.") < len)
+        struct timespec when;
+
+        if (len >= room || xftp_time_parse(text, &when) != (int)len)
                 return -ENOTSUP;
         memcpy(out, text, len);
         out[len] = '\0';
@@ -119,40 +121,6 @@ int listing_modify_fact(const char *facts, char *out, size_t room)
         if (!fact_value(facts, "modify=", &value, &len))
                 return -ENOTSUP;
         return listing_time_copy(value, len, out, room);
-}
-
-int listing_time_parse(const char *stamp, struct timespec *out)
-{
-        int year, mon, day, hour, min, sec;
-        if (strspn(stamp, "0123456789") < 14 ||
-            sscanf(stamp, "%4d%2d%2d%2d%2d%2d", &year, &mon, &day, &hour, &min, &sec) != 6 ||
-            year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 ||
-            sec > 60)
-                return -EINVAL;
-        struct tm tm = {.tm_year = year - 1900,
-                        .tm_mon = mon - 1,
-                        .tm_mday = day,
-                        .tm_hour = hour,
-                        .tm_min = min,
-                        .tm_sec = sec};
-        long nsec = 0;
-        if (stamp[14] == '.') { /* a fraction: its first nine digits are nanoseconds */
-                long scale = 100000000;
-                for (const char *p = stamp + 15; *p >= '0' && *p <= '9' && scale > 0; p++) {
-                        nsec += (*p - '0') * scale;
-                        scale /= 10;
-                }
-        }
-        *out = (struct timespec){.tv_sec = timegm(&tm), .tv_nsec = nsec};
-        return 0;
-}
-
-void listing_time_format(const struct timespec *when, char *out, size_t room)
-{
-        struct tm tm;
-        time_t sec = when->tv_sec;
-        gmtime_r(&sec, &tm);
-        strftime(out, room, "%Y%m%d%H%M%S", &tm);
 }
 
 void listing_show(FILE *out, const char *text, size_t len, bool lines)

@@ -40,13 +40,6 @@ int listing_modify_fact(const char *facts, char *out, size_t room);
  * not one. */
 int listing_time_copy(const char *text, size_t len, char *out, size_t room);
 
-/* Such a time (UTC) as a timespec. 0, or -EINVAL when a field is out of range. */
-int listing_time_parse(const char *stamp, struct timespec *out);
-
-/* A timespec as "YYYYMMDDHHMMSS" (UTC, whole seconds: what MFMT and most servers keep),
- * into out of room bytes (15 at least). */
-void listing_time_format(const struct timespec *when, char *out, size_t room);
-
 /* Prints len bytes of a server's text on out with every control character (C0, DEL and
  * C1, raw or UTF-8 encoded) and every byte that is not part of a whole UTF-8 character
  * shown as '?'. With lines, LF and TAB stay and the CR of a CR LF is dropped (a listing); without,

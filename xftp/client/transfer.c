@@ -16,6 +16,7 @@
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
+#include "ftptime.h"
 #include "listing.h"
 #include "part.h"
 #include "modee.h"
@@ -244,7 +245,7 @@ static bool same_file(uint64_t size, const char *modified, const struct stat *st
 {
         struct timespec when;
         if (size == UINT64_MAX || size != (uint64_t)st->st_size || !modified[0] ||
-            listing_time_parse(modified, &when) < 0)
+            xftp_time_parse(modified, &when) < 0)
                 return false;
         return exact ? when.tv_sec == st->st_mtim.tv_sec : when.tv_sec >= st->st_mtim.tv_sec;
 }
@@ -333,7 +334,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         }
         uint64_t size = origin.size;
         struct timespec when;
-        bool timed = origin.modified[0] && listing_time_parse(origin.modified, &when) == 0;
+        bool timed = origin.modified[0] && xftp_time_parse(origin.modified, &when) >= 0;
         unsigned n = streams_for(ftp, o, size);
         int fd = open_download(remote, local, &origin, part, o, &offset, &marks, err);
         if (fd < 0)

@@ -2,6 +2,8 @@
  * docs/xftp.md). Everything here reads bytes from an unauthenticated peer. */
 #include "cmd.h"
 
+#include "ftptime.h"
+
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -217,56 +219,14 @@ int xftpd_cmd_parse(const char *buf, size_t len, struct xftpd_cmd *cmd, const ch
         return check_arg(cmd, entry->rule, reply);
 }
 
-/* The value of n digits at text, or -1 when one of them is not a digit. */
-static int digits(const char *text, size_t n)
-{
-        int value = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                if (text[i] < '0' || text[i] > '9')
-                        return -1;
-                value = value * 10 + (text[i] - '0');
-        }
-        return value;
-}
-
 int xftpd_parse_mfmt(const char *arg, struct xftpd_mfmt *out)
 {
-        static const size_t widths[] = {4, 2, 2, 2, 2, 2};
-        int fields[6];
-        size_t at = 0;
+        struct timespec when;
+        int n = xftp_time_parse(arg, &when);
 
-        for (size_t i = 0; i < 6; i++) {
-                fields[i] = digits(arg + at, widths[i]); /* stops at the first non-digit */
-                if (fields[i] < 0)
-                        return -EINVAL;
-                at += widths[i];
-        }
-        long nsec = 0;
-        if (arg[at] == '.') {
-                size_t n = strspn(arg + at + 1, "0123456789");
-                if (n == 0 || n > 9)
-                        return -EINVAL;
-                nsec = digits(arg + at + 1, n);
-                for (size_t i = n; i < 9; i++)
-                        nsec *= 10;
-                at += 1 + n;
-        }
-        if (arg[at] != ' ' || arg[at + 1] == '\0')
+        if (n < 0 || arg[n] != ' ' || arg[n + 1] == '\0')
                 return -EINVAL;
-        struct tm tm = {.tm_year = fields[0] - 1900,
-                        .tm_mon = fields[1] - 1,
-                        .tm_mday = fields[2],
-                        .tm_hour = fields[3],
-                        .tm_min = fields[4],
-                        .tm_sec = fields[5]};
-        time_t t = timegm(&tm);
-        struct tm back;
-        /* timegm folds February 30 into March 2: a date that comes back changed is none. */
-        if (!gmtime_r(&t, &back) || back.tm_year != fields[0] - 1900 ||
-            back.tm_mon != fields[1] - 1 || back.tm_mday != fields[2] ||
-            back.tm_hour != fields[3] || back.tm_min != fields[4] || back.tm_sec != fields[5])
-                return -EINVAL;
-        *out = (struct xftpd_mfmt){.sec = t, .nsec = nsec, .time_len = at, .path = arg + at + 1};
+        *out = (struct xftpd_mfmt){
+            .sec = when.tv_sec, .nsec = when.tv_nsec, .time_len = (size_t)n, .path = arg + n + 1};
         return 0;
 }
