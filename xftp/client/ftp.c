@@ -603,22 +603,22 @@ int ftp_modified(struct ftp *ftp, const char *path, char *out, size_t room, stru
 {
         if (!ftp->feat.mdtm && !ftp->feat.mlst)
                 return -ENOTSUP;
-        int rc = ftp->feat.mdtm ? ftp_cmd(ftp, err, "MDTM %s", path)
-                                : ftp_cmd(ftp, err, "MLST %s", path);
+        if (!ftp->feat.mdtm) {
+                struct listing_facts facts;
+                int rc = ftp_mlst(ftp, path, &facts, err);
+                if (rc == 0 && (!facts.modified[0] || strlen(facts.modified) >= room))
+                        rc = -ENOTSUP;
+                if (rc == 0)
+                        memcpy(out, facts.modified, strlen(facts.modified) + 1);
+                return rc == -ENOENT ? -ENOTSUP : rc;
+        }
+        int rc = ftp_cmd(ftp, err, "MDTM %s", path);
         if (rc < 0)
                 return rc;
-        if (rc == 213) {
-                const char *stamp = ftp->reply + 4;
-                return listing_time_copy(stamp, strcspn(stamp, " \r\n"), out, room);
-        }
-        if (rc != 250)
+        if (rc != 213)
                 return -ENOTSUP;
-        for (const char *line = ftp->reply; line; line = strchr(line, '\n')) {
-                line += *line == '\n';
-                if (*line == ' ' && listing_modify_fact(line + 1, out, room) == 0)
-                        return 0;
-        }
-        return -ENOTSUP;
+        const char *stamp = ftp->reply + 4;
+        return listing_time_copy(stamp, strcspn(stamp, " \r\n"), out, room);
 }
 
 int ftp_set_modified(struct ftp *ftp, const char *path, const struct timespec *when,
