@@ -135,8 +135,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
                         o->streams = (unsigned)ds_cli_size("-q", optarg, 1, DS_BLAST_MAX_STREAMS);
                         break;
                 case 'R':
-                        if (ds_rate_parse(optarg, &o->rate_bps) < 0 || o->rate_bps <= 0)
-                                errx(2, "-R: '%s' is not a rate in bits/s (try 500M, 2G)", optarg);
+                        o->rate_bps = ds_cli_rate("-R", optarg);
                         break;
                 case 'i':
                         o->report.interval_s = ds_cli_seconds("-i", optarg);

@@ -165,8 +165,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'R':
-                        if (ds_rate_parse(optarg, &opt->rate_bps) != 0)
-                                errx(2, "-R: '%s' is not a rate in bits/s (try 2G, 500M)", optarg);
+                        opt->rate_bps = ds_cli_rate("-R", optarg);
                         break;
                 case OPT_ZEROCOPY:
                         opt->zerocopy = true;

@@ -34,6 +34,14 @@ double ds_cli_seconds(const char *opt, const char *arg)
         return seconds;
 }
 
+double ds_cli_rate(const char *opt, const char *arg)
+{
+        double bits_per_s;
+        if (ds_rate_parse(arg, &bits_per_s) != 0)
+                errx(2, "%s: '%s' is not a rate in bits/s (try 2G, 500M)", opt, arg);
+        return bits_per_s;
+}
+
 uint16_t ds_cli_port(const char *opt, const char *arg)
 {
         uint16_t port;

@@ -20,6 +20,9 @@ double ds_cli_seconds(const char *opt, const char *arg);
 /* The same as milliseconds for a timeout, through ds_duration_ms (saturating, never
  * wrapping). */
 int ds_cli_ms(const char *opt, const char *arg);
+/* A rate in bits per second as -R takes it (ds_rate_parse: 2G, 500M, 1.5G), or one line
+ * and exit(2). */
+double ds_cli_rate(const char *opt, const char *arg);
 /* A port (1 to 65535) or a rate unit letter (k K m M g G a) given to option opt, or one
  * line and exit(2). */
 uint16_t ds_cli_port(const char *opt, const char *arg);
