@@ -1,4 +1,4 @@
-/* The reporter: final JSON fields and order, the text line, interval reports. */
+/* The reporter: final JSON fields and order, the text line, interval reports, the ticker. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -299,6 +299,51 @@ static void test_report_finish_guards_a_zero_length_run(void **state)
         assert_int_equal(result.counters.bytes, 100);
 }
 
+static void test_report_ticker_reports_each_interval_until_stopped(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_report_ticker *ticker;
+
+        start_report(f, &report, true, 0.04, 0);
+        assert_int_equal(ds_report_ticker_start(&report, &ticker), 0);
+        assert_non_null(ticker);
+        ds_live_add(f->seg, 1, 1000);
+        ds_sleep_until(report.start_ns + 150000000u); /* reports due at 40, 80, 120 ms */
+        ds_report_ticker_stop(ticker);
+        int lines = count_lines(written(f));
+        assert_true(lines >= 2 && lines <= 4);
+
+        ds_sleep_until(ds_now_ns() + 100000000u);
+        assert_int_equal(count_lines(written(f)), lines); /* stopped means silent */
+}
+
+static void test_report_ticker_stops_at_once_not_at_the_next_report(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_report_ticker *ticker;
+
+        start_report(f, &report, true, 60, 0);
+        assert_int_equal(ds_report_ticker_start(&report, &ticker), 0);
+        uint64_t t0 = ds_now_ns();
+        ds_report_ticker_stop(ticker);
+        assert_true(ds_now_ns() - t0 < 50000000u);
+        assert_string_equal(written(f), "");
+}
+
+static void test_report_ticker_without_interval_starts_no_thread(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_report_ticker *ticker;
+
+        start_report(f, &report, true, 0, 0);
+        assert_int_equal(ds_report_ticker_start(&report, &ticker), 0);
+        assert_null(ticker);
+        ds_report_ticker_stop(ticker);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -320,6 +365,12 @@ int main(void)
                 test_report_interval_lines_are_json_with_the_interval_bytes, setup, teardown),
             cmocka_unit_test_setup_teardown(test_report_finish_guards_a_zero_length_run, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_report_ticker_reports_each_interval_until_stopped,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_ticker_stops_at_once_not_at_the_next_report,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_ticker_without_interval_starts_no_thread,
+                                            setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,4 +73,15 @@ void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_re
 void ds_report_print(const struct ds_report *report, const struct ds_result *result,
                      ds_report_extra_fn extra, void *ctx);
 
+/* Interval reports from a thread of their own, for a tool whose bytes move in threads it
+ * does not loop in itself (xftp's pipeline, stripe's engine): the thread sleeps until each
+ * report is due and ticks report. Start it after ds_report_start; *ticker is NULL when
+ * report has no interval (no thread then). Returns 0 or a negative errno. */
+struct ds_report_ticker;
+int ds_report_ticker_start(struct ds_report *report, struct ds_report_ticker **ticker);
+
+/* Ends the thread at once, not at its next report, and frees ticker (NULL: nothing to do).
+ * Call it before ds_report_finish. */
+void ds_report_ticker_stop(struct ds_report_ticker *ticker);
+
 #endif
