@@ -2,7 +2,8 @@
  * over several connections give identical bytes; ranges resume; a receiver refuses blocks
  * it was not told of, sees a sender that vanishes, and stops on its flag or deadline; a
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
- * that fails among them is reported with every piece waited for. */
+ * that fails among them is reported with every piece waited for; a paced transfer keeps
+ * to its rate, sending or receiving, without tripping the idle deadline. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
+#include <dragstrip/pace.h>
 
 #include "dataconn.h"
 #include "hash.h"
@@ -120,6 +122,7 @@ struct fixture {
         char dir[64], src[96], dst[96];
         uint8_t *data;
         struct deferred *sent, *received; /* NULL: plain files */
+        struct ds_pace *send_pace;        /* the sender's -R (the receiver's is in its opts) */
 };
 
 static int setup(void **state)
@@ -228,6 +231,7 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
                            .n = n,
                            .opts = *opts,
                            .deferred = fx->sent};
+        s.opts.pace = fx->send_pace;
         struct ds_xfile file;
         struct ds_error err = {{0}};
 
@@ -531,6 +535,39 @@ static void test_stop_flag_ends_a_silent_receive(void **state)
         assert_int_equal(close(send_fd), 0);
 }
 
+/* At 4 MB/s the file takes about 0.8 s, each 2 MiB block half a second: longer than the
+ * idle deadline, which neither a deliberate wait nor the peer waiting for its bytes may
+ * trip. */
+static void check_paced(struct fixture *fx, enum ds_xfer_mode mode, unsigned n, bool receiver)
+{
+        struct ds_pace pace;
+        struct ds_xfer_opts opts = {.block = 2 << 20,
+                                    .length = UINT64_MAX,
+                                    .limit = FILE_SIZE,
+                                    .idle_ms = 400,
+                                    .pace = receiver ? &pace : NULL};
+        struct ds_xfer_result result;
+
+        ds_pace_init(&pace, 32e6);
+        fx->send_pace = receiver ? NULL : &pace;
+        uint64_t start = ds_now_ns();
+        assert_int_equal(copy(fx, mode, n, &opts, &result), 0);
+        uint64_t took = ds_now_ns() - start;
+        assert_true(took >= (uint64_t)FILE_SIZE * 250); /* 4 MB/s: 250 ns a byte */
+        assert_true(took < 5000000000ull);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
+static void test_a_paced_receive_over_two_connections_keeps_to_the_rate(void **state)
+{
+        check_paced(*state, DS_XFER_BLOCKS, 2, true);
+}
+
+static void test_a_paced_sendfile_keeps_to_the_rate(void **state)
+{
+        check_paced(*state, DS_XFER_STREAM, 1, false);
+}
+
 static void test_hash_of_a_range_matches_memory(void **state)
 {
         struct fixture *fx = *state;
@@ -590,6 +627,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(
                 test_a_failed_write_in_flight_is_reported_and_waited_for, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stop_flag_ends_a_silent_receive, setup, teardown),
+            cmocka_unit_test_setup_teardown(
+                test_a_paced_receive_over_two_connections_keeps_to_the_rate, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_a_paced_sendfile_keeps_to_the_rate, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_hash_of_a_range_matches_memory, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

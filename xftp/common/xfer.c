@@ -20,6 +20,7 @@
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
 #include <dragstrip/net.h>
+#include <dragstrip/pace.h>
 #include <dragstrip/pool.h>
 
 #include "modee.h"
@@ -73,6 +74,7 @@ struct pipeline {
         int failed; /* first negative errno, with its message in err */
         struct ds_error err;
         _Atomic uint64_t last_progress_ns;
+        size_t pace_chunk; /* -R: bytes a socket call moves at most; 0: unpaced */
 };
 
 struct net_thread {
@@ -159,6 +161,30 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
         uint64_t last = atomic_load_explicit(&pl->last_progress_ns, memory_order_relaxed);
         if (o->idle_ms > 0 && ds_now_ns() - last > (uint64_t)o->idle_ms * 1000000u)
                 return ds_fail(err, 0, "no data moved for %d ms", o->idle_ms), -ETIMEDOUT;
+        return 0;
+}
+
+/* -R: holds this thread until the bytes it just moved are due on the schedule shared by
+ * every connection and file of the run; unpaced, one test of a pointer. The wait is
+ * deliberate, so it counts as progress for the idle deadline, and it goes in slices, so
+ * that a stop or a failure elsewhere in the pipeline ends it. Socket calls move at most
+ * pace_chunk bytes (a slice's worth at the rate) between waits, so neither peer sees a
+ * silence long enough to take for a stall. */
+static int pace(struct pipeline *pl, size_t bytes, struct ds_error *err)
+{
+        if (!pl->opts->pace)
+                return 0;
+        uint64_t due = ds_pace_book(pl->opts->pace, bytes);
+        for (uint64_t now = ds_now_ns(); now < due; now = ds_now_ns()) {
+                uint64_t slice_end = now + SLICE_MS * 1000000ull;
+                int slept = ds_sleep_until(due < slice_end ? due : slice_end);
+                progress(pl);
+                int rc = check_wait(pl, err);
+                if (rc == 0 && slept < 0)
+                        rc = ds_fail(err, -EINTR, "transfer stopped");
+                if (rc < 0)
+                        return rc;
+        }
         return 0;
 }
 
@@ -287,6 +313,22 @@ static bool try_pop_piece(struct pipeline *pl, struct queue *q, struct piece *pi
         return got;
 }
 
+/* One send of what msg holds, or of its first pace_chunk bytes when paced. */
+static ssize_t send_some(struct pipeline *pl, struct ds_xconn *conn, const struct msghdr *msg)
+{
+        if (!pl->pace_chunk)
+                return conn->ops->sendv(conn, msg->msg_iov, (int)msg->msg_iovlen, 0);
+        struct iovec part[2]; /* a MODE E header and its payload at most */
+        int parts = 0;
+        size_t room = pl->pace_chunk;
+        for (size_t i = 0; i < msg->msg_iovlen && parts < 2 && room > 0; i++) {
+                size_t take = msg->msg_iov[i].iov_len < room ? msg->msg_iov[i].iov_len : room;
+                part[parts++] = (struct iovec){msg->msg_iov[i].iov_base, take};
+                room -= take;
+        }
+        return conn->ops->sendv(conn, part, parts, 0);
+}
+
 /* Sends every byte of iov[0..cnt-1]. */
 static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *iov, int cnt,
                     struct ds_error *err)
@@ -294,7 +336,7 @@ static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *io
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 
         while (msg.msg_iovlen > 0) {
-                ssize_t sent = conn->ops->sendv(conn, msg.msg_iov, (int)msg.msg_iovlen, 0);
+                ssize_t sent = send_some(pl, conn, &msg);
                 if (sent < 0) {
                         int rc = retry_or_fail(pl, sent, "data send", err);
                         if (rc < 0)
@@ -302,7 +344,9 @@ static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *io
                         continue;
                 }
                 progress(pl);
-                int rc = check_wait(pl, err);
+                int rc = pace(pl, (size_t)sent, err);
+                if (rc == 0)
+                        rc = check_wait(pl, err);
                 if (rc < 0)
                         return rc;
                 size_t left = (size_t)sent;
@@ -327,11 +371,16 @@ static int recv_full(struct pipeline *pl, struct ds_xconn *conn, void *buf, size
         size_t done = 0;
 
         while (done < len) {
-                ssize_t n = conn->ops->recv(conn, (char *)buf + done, len - done, MSG_WAITALL);
+                size_t want = len - done;
+                if (pl->pace_chunk && want > pl->pace_chunk)
+                        want = pl->pace_chunk;
+                ssize_t n = conn->ops->recv(conn, (char *)buf + done, want, MSG_WAITALL);
                 if (n > 0) {
                         done += (size_t)n;
                         progress(pl);
-                        int rc = check_wait(pl, err);
+                        int rc = pace(pl, (size_t)n, err);
+                        if (rc == 0)
+                                rc = check_wait(pl, err);
                         if (rc < 0)
                                 return rc;
                         continue;
@@ -649,6 +698,13 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                 pl->free_bufs[pl->free_count++] = ds_pool_buf(pl->pool, i);
         open_slots(pl);
         atomic_store(&pl->last_progress_ns, ds_now_ns());
+        if (opts->pace) { /* a page at least, a block at most */
+                uint64_t chunk = ds_pace_bytes_in(opts->pace, SLICE_MS);
+                uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+                pl->pace_chunk = (size_t)(chunk < page        ? page
+                                          : chunk > pl->block ? pl->block
+                                                              : chunk);
+        }
         return 0;
 }
 
@@ -810,6 +866,8 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
         result->sendfile = true;
         while (left > 0) {
                 size_t want = left < pl->block ? (size_t)left : pl->block;
+                if (pl->pace_chunk && want > pl->pace_chunk)
+                        want = pl->pace_chunk;
                 ssize_t sent = conn->ops->sendfile(conn, pl->file->fd, &at, want);
                 if (sent == 0)
                         break; /* the end of the file */
@@ -824,7 +882,9 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
                 result->bytes += (uint64_t)sent;
                 result->blocks++;
                 left -= (uint64_t)sent;
-                int rc = check_wait(pl, err);
+                int rc = pace(pl, (size_t)sent, err);
+                if (rc == 0)
+                        rc = check_wait(pl, err);
                 if (rc < 0)
                         return rc;
         }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct ds_pace;
 struct ds_pool;
 
 struct ds_error;
@@ -103,6 +104,10 @@ struct ds_xfer_opts {
         struct ds_live_segment *live; /* may be NULL; bytes and blocks are added as the network
                                        * moves them, to the totals and to a slot per data
                                        * connection (named after its peer) */
+        /* May be NULL (then pacing costs nothing): each buffer or block the network moves is
+         * booked on this schedule, shared with every transfer that paces against it, and
+         * its thread waits until the bytes are due (-R). */
+        struct ds_pace *pace;
         /* Receiving, may be NULL: called from the disk thread each time the contiguous range
          * written from offset grows, with its new end, so a caller can record how far a
          * MODE E file is whole (the resume point) before the transfer ends. */
