@@ -16,6 +16,8 @@
 #include <dragstrip/error.h>
 #include <dragstrip/json.h>
 #include <dragstrip/live.h>
+#include <dragstrip/pace.h>
+#include <dragstrip/report.h>
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
@@ -41,6 +43,10 @@ static void usage(FILE *out)
                      "  -j, --jobs N       files at once, over a connection each (default: get 4,\n"
                      "                     put 8)\n"
                      "  -u, --update       skip files whose size and time already match\n"
+                     "  -R, --rate RATE    pace the whole job, every stream and file, to RATE\n"
+                     "                     bits/s (160M, 2G)\n"
+                     "  -i, --interval SEC\n"
+                     "                     a report every SEC seconds (a JSON line with --json)\n"
                      "      --resume       continue an interrupted transfer\n"
                      "      --verify       compare the server's HASH with the local file\n"
                      "      --json         one JSON summary on stdout\n"
@@ -75,6 +81,8 @@ struct cli {
         struct job_opts job;
         struct ftp_tls_opts tls;
         bool json, quiet;
+        double interval_s; /* -i, 0: none */
+        double rate_bps;   /* -R, 0: flat out */
         const char *netrc;
         struct ds_live *live; /* tach sees the peer here */
         const char *op;
@@ -89,6 +97,8 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                                               {"recursive", no_argument, NULL, 'r'},
                                               {"jobs", required_argument, NULL, 'j'},
                                               {"update", no_argument, NULL, 'u'},
+                                              {"rate", required_argument, NULL, 'R'},
+                                              {"interval", required_argument, NULL, 'i'},
                                               {"resume", no_argument, NULL, OPT_RESUME},
                                               {"verify", no_argument, NULL, OPT_VERIFY},
                                               {"json", no_argument, NULL, OPT_JSON},
@@ -108,7 +118,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         *cli = (struct cli){
             .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":P:b:rj:uqkh", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":P:b:rj:uR:i:qkh", longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
@@ -125,6 +135,12 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         break;
                 case 'u':
                         cli->job.update = true;
+                        break;
+                case 'R':
+                        cli->rate_bps = ds_cli_rate("-R", optarg);
+                        break;
+                case 'i':
+                        cli->interval_s = ds_cli_seconds("-i", optarg);
                         break;
                 case 'q':
                         cli->quiet = cli->job.quiet = true;
@@ -179,13 +195,27 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         static const struct {
                 const char *name;
                 int min, max;
-        } ops[] = {{"get", 1, 4096}, {"put", 2, 4096}, {"ls", 1, 1}, {"cp", 2, 2}};
+                bool through_us; /* the data passes through xftp: -R and -i apply */
+        } ops[] = {{"get", 1, 4096, true},
+                   {"put", 2, 4096, true},
+                   {"ls", 1, 1, false},
+                   {"cp", 2, 2, false}};
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
                 if (strcmp(cli->op, ops[i].name) != 0)
                         continue;
                 if (cli->nargs < ops[i].min || cli->nargs > ops[i].max) {
                         fprintf(stderr, "xftp %s: wrong number of arguments (see --help)\n",
                                 cli->op);
+                        exit(2);
+                }
+                const char *data_option = cli->rate_bps > 0     ? "-R"
+                                          : cli->interval_s > 0 ? "-i"
+                                                                : NULL;
+                if (data_option && !ops[i].through_us) {
+                        fprintf(stderr,
+                                "xftp %s: %s applies to get and put, whose data passes through "
+                                "xftp\n",
+                                cli->op, data_option);
                         exit(2);
                 }
                 return;
@@ -324,6 +354,31 @@ static void report(const struct cli *cli, const struct job_totals *t, double wal
         ds_json_end(&json);
 }
 
+/* -i: lib's reporter prints an interval report (a JSON line with --json) every SEC
+ * seconds, from a thread of its own, of the live counters every transfer adds to; without
+ * -i nothing starts (NULL). */
+static struct ds_report_ticker *start_intervals(struct ds_report *reporter, const struct cli *cli)
+{
+        struct ds_report_config config = {.tool = "xftp",
+                                          .role = cli->op,
+                                          .link = "tcp",
+                                          .msg_size = cli->job.block,
+                                          .json = cli->json,
+                                          .interval_s = cli->interval_s};
+        struct ds_report_ticker *ticker;
+
+        if (cli->interval_s == 0)
+                return NULL;
+        ds_report_init(reporter, &config, cli->job.live);
+        ds_report_start(reporter);
+        int rc = ds_report_ticker_start(reporter, &ticker);
+        if (rc < 0) {
+                fprintf(stderr, "xftp: interval reports: %s\n", strerror(-rc));
+                exit(1);
+        }
+        return ticker;
+}
+
 /* Whether two URLs reach the same server as the same user: one job's sources must. */
 static bool same_login(const struct url *a, const struct url *b)
 {
@@ -452,14 +507,23 @@ int main(int argc, char **argv)
         cli.live = live;
         cli.job.live = ds_live_segment(live);
         ds_live_start(live);
+        struct ds_pace pace;
+        if (cli.rate_bps > 0) {
+                ds_pace_init(&pace, cli.rate_bps);
+                cli.job.pace = &pace;
+        }
 
         struct progress bar = {.seg = cli.job.live, .totals = &totals};
-        bool show = !cli.json && !cli.quiet && strcmp(cli.op, "ls") != 0 && isatty(STDOUT_FILENO);
+        bool show = !cli.json && !cli.quiet && cli.interval_s == 0 && strcmp(cli.op, "ls") != 0 &&
+                    isatty(STDOUT_FILENO);
         if (show && pthread_create(&bar.thread, NULL, progress_main, &bar) != 0)
                 show = false;
+        struct ds_report reporter;
+        struct ds_report_ticker *ticker = start_intervals(&reporter, &cli);
         uint64_t start = ds_now_ns();
         int rc = run(&cli, &totals, &err);
         double seconds = ds_seconds_between(start, ds_now_ns());
+        ds_report_ticker_stop(ticker);
         if (show) {
                 atomic_store(&bar.done, true);
                 pthread_join(bar.thread, NULL);

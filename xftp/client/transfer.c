@@ -60,6 +60,7 @@ static struct ds_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset, 
                                      .stop = o->stop,
                                      .live = o->live,
                                      .pool = o->pool,
+                                     .pace = o->pace,
                                      .flags = o->no_sendfile ? DS_XFER_NO_SENDFILE : 0};
 }
 

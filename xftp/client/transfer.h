@@ -16,6 +16,7 @@
 struct ds_error;
 struct ds_live_segment;
 struct part_batch;
+struct ds_pace;
 struct ds_pool;
 
 /* What one listing may cost: its bytes and its lines. */
@@ -38,6 +39,7 @@ struct job_opts {
         atomic_bool *stop;
         struct ds_live_segment *live;
         struct ds_pool *pool; /* may be NULL: buffers lent to each transfer (ds_xfer_opts) */
+        struct ds_pace *pace; /* -R, may be NULL: one schedule for every file and stream */
 };
 
 /* What a job did, for the summary. */
