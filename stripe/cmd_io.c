@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <dragstrip/error.h>
+#include <dragstrip/pace.h>
 #include <dragstrip/pool.h>
 #include <dragstrip/report.h>
 
@@ -25,6 +26,9 @@ struct transfer {
         struct ds_pool *pool;
         struct ds_live *live;
         struct ds_report report;
+        struct ds_report_ticker *ticker; /* -i */
+        struct ds_pace pace;             /* -R */
+        bool paced;
         struct progress progress;
         int fd; /* source (put) or destination (get) */
         bool fd_direct;
@@ -65,6 +69,7 @@ static void transfer_begin(struct transfer *t, const char *role, bool to_stderr)
                                           .role = role,
                                           .link = "disk",
                                           .json = t->cmd->json,
+                                          .interval_s = t->cmd->interval_s,
                                           .out = to_stderr ? stderr : stdout};
 
         if (ds_live_open(&t->live, "stripe", role, "disk", NULL, &e) != 0)
@@ -72,6 +77,9 @@ static void transfer_begin(struct transfer *t, const char *role, bool to_stderr)
         open_live = t->live;
         atexit(close_live_at_exit);
         ds_report_init(&t->report, &config, ds_live_segment(t->live));
+        t->paced = t->cmd->rate_bps > 0;
+        if (t->paced)
+                ds_pace_init(&t->pace, t->cmd->rate_bps);
 }
 
 static void transfer_started(struct transfer *t, uint64_t total)
@@ -83,7 +91,29 @@ static void transfer_started(struct transfer *t, uint64_t total)
         ds_live_set_msg_size(t->live, info.layout.unit);
         ds_live_start(t->live);
         ds_report_start(&t->report);
+        int rc = ds_report_ticker_start(&t->report, &t->ticker);
+        if (rc < 0)
+                errx(1, "%s: interval reports: %s", t->cmd->name, strerror(-rc));
         progress_begin(&t->progress, t->cmd->name, total, ds_live_segment(t->live));
+        if (t->ticker)
+                t->progress.on = false; /* the interval lines say how far it came */
+}
+
+/* The end of the moving: no more interval reports nor progress. */
+static void transfer_stopped(struct transfer *t)
+{
+        ds_report_ticker_stop(t->ticker);
+        t->ticker = NULL;
+        progress_end(&t->progress);
+}
+
+/* -R: after bytes moved, waits until they are due; a stop ends the wait. Unpaced, nothing
+ * to do. */
+static int pace(struct transfer *t, size_t bytes, struct ds_error *err)
+{
+        if (t->paced && ds_pace_wait(&t->pace, bytes) < 0)
+                return ds_fail(err, -EINTR, "interrupted");
+        return 0;
 }
 
 /* The end of a transfer: its report (marked when a signal cut it short), then the stripe
@@ -95,7 +125,7 @@ static int transfer_finish(struct transfer *t, const char *verb)
         struct ds_result result;
         struct ds_error e;
 
-        progress_end(&t->progress);
+        transfer_stopped(t);
         ds_report_finish(&t->report, &result);
         ds_live_done(t->live);
         ds_report_print(&t->report, &result, transfer_extra, t);
@@ -118,7 +148,7 @@ static int transfer_fail(struct transfer *t, const char *verb, const struct ds_e
                 unlink(t->tmp_path); /* ours; DEST itself is untouched */
         if (cmd_interrupted)
                 return transfer_finish(t, verb);
-        progress_end(&t->progress);
+        transfer_stopped(t);
         ds_stripe_close(t->stripe, NULL); /* removes the members of an uncommitted put */
         errx(1, "%s %s: %s", verb, t->name, e->text);
 }
@@ -146,7 +176,7 @@ static int fill_from_fd(void *buf, size_t room, size_t *len, void *ctx, struct d
         }
         *len = got;
         progress_tick(&t->progress);
-        return 0;
+        return pace(t, got, err);
 }
 
 /* Opens path with O_DIRECT when the filesystem takes it, so reads land straight in pool
@@ -244,7 +274,7 @@ static int drain_to_fd(const void *buf, size_t len, uint64_t offset, void *ctx,
                 put += (size_t)n;
         }
         progress_tick(&t->progress);
-        return 0;
+        return pace(t, len, err);
 }
 
 /* DEST that is a member of the file being read would be destroyed by the reading. */

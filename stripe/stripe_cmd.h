@@ -11,12 +11,14 @@
 #include <dragstrip/stripe.h>
 
 struct stripe_cmd {
-        const char *name; /* the subcommand, for messages */
-        uint64_t unit;    /* -u, 0: default */
-        uint64_t size;    /* bench -s */
-        uint64_t mem;     /* -m: buffer memory budget, 0: the library's default */
-        bool force;       /* -f: put replaces */
-        bool all;         /* ls -a: names starting with '.' too */
+        const char *name;  /* the subcommand, for messages */
+        uint64_t unit;     /* -u, 0: default */
+        uint64_t size;     /* bench -s */
+        uint64_t mem;      /* -m: buffer memory budget, 0: the library's default */
+        double interval_s; /* put, get -i: interval reports, 0: none */
+        double rate_bps;   /* put, get -R: pace to this many bits/s, 0: flat out */
+        bool force;        /* -f: put replaces */
+        bool all;          /* ls -a: names starting with '.' too */
         bool json;
         bool data; /* verify --data */
         bool no_direct;

@@ -33,6 +33,8 @@ static void usage(FILE *out)
             "         --no-checksum  no data checksums (store none, check none);\n"
             "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M);\n"
             "         -m SIZE buffer memory (default a sixteenth of RAM, at most 256M);\n"
+            "         -i SEC  put, get: a report every SEC seconds (a JSON line with --json);\n"
+            "         -R RATE put, get: pace to RATE bits/s (500M, 2G);\n"
             "         --no-stats  publish no live counters for tach\n",
             out);
 }
@@ -45,7 +47,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-    {"put", cmd_put, 2, 3, "fum"},      {"get", cmd_get, 3, 3, "m"},
+    {"put", cmd_put, 2, 3, "fumiR"},    {"get", cmd_get, 3, 3, "miR"},
     {"ls", cmd_ls, 1, 1, "a"},          {"stat", cmd_stat, 2, 2, ""},
     {"verify", cmd_verify, 2, 2, "dm"}, {"rm", cmd_rm, 2, 2, ""},
     {"bench", cmd_bench, 1, 1, "sum"},  {"fsck", cmd_fsck, 1, 1, ""},
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
             {"unit", required_argument, NULL, 'u'},   {"size", required_argument, NULL, 's'},
             {"force", no_argument, NULL, 'f'},        {"help", no_argument, NULL, 'h'},
             {"memory", required_argument, NULL, 'm'}, {"all", no_argument, NULL, 'a'},
-            {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
+            {"version", no_argument, NULL, 'V'},      {"interval", required_argument, NULL, 'i'},
+            {"rate", required_argument, NULL, 'R'},   {NULL, 0, NULL, 0}};
         struct stripe_cmd cmd = {.size = 256ull << 20};
         const struct subcommand *sub = NULL;
         int opt;
@@ -107,8 +110,8 @@ int main(int argc, char **argv)
         cmd.name = sub->name;
         optind = 2;
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, "+:fu:s:m:ah", longopts, NULL)) != -1) {
-                if (strchr("fudsma", opt) && !strchr(sub->allowed, opt))
+        while ((opt = getopt_long(argc, argv, "+:fu:s:m:ai:R:h", longopts, NULL)) != -1) {
+                if (strchr("fudsmaiR", opt) && !strchr(sub->allowed, opt))
                         errx(2, "%s: option -%c does not apply (see stripe --help)", sub->name,
                              opt == 'd' ? '-' : opt);
                 switch (opt) {
@@ -141,6 +144,12 @@ int main(int argc, char **argv)
                         break;
                 case 'a':
                         cmd.all = true;
+                        break;
+                case 'i':
+                        cmd.interval_s = ds_cli_seconds("-i", optarg);
+                        break;
+                case 'R':
+                        cmd.rate_bps = ds_cli_rate("-R", optarg);
                         break;
                 case 'h':
                         usage(stdout);
