@@ -75,3 +75,37 @@ make_ca_and_server() {
 	openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
 		-extfile srv.ext 2>/dev/null
 }
+
+# timed OUT CMD...: runs CMD, which must succeed, with stdout in OUT; sets ms to the time
+# it took.
+timed() {
+	local out=$1 t0 t1
+	shift
+	t0=$(date +%s%N)
+	"$@" >"$out" || fail "$*: exit $?"
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+}
+
+# paced_json NAME OUT TOOL ROLE LINK BYTES MIN_MS MAX_MBS: what a run with -i, -R and --json
+# printed (OUT) and how long it took (ms, from timed): JSON lines only, at least two
+# interval objects with the reporter's fields before one final object counting BYTES, no
+# interval but the first (which may hold a read-ahead) above MAX_MBS MB/s, and at least
+# MIN_MS ms.
+paced_json() {
+	local name=$1 out=$2 tool=$3 role=$4 link=$5 bytes=$6 min_ms=$7 max_mbs=$8 n
+	jq -e . "$out" >/dev/null || fail "$name: not JSON lines: $(cat "$out")"
+	n=$(jq -s '[.[:-1][] | select(.interval)] | length' "$out")
+	[ "$n" -ge 2 ] || fail "$name: $n interval objects before the final one: $(cat "$out")"
+	jq -se --arg tool "$tool" --arg role "$role" --arg link "$link" '.[:-1] | all(
+		.tool == $tool and .role == $role and .link == $link and
+		(.interval | .end > .start) and .bytes >= 0 and .messages >= 0 and
+		.MB_per_s >= 0 and .Gbit_per_s >= 0)' "$out" >/dev/null ||
+		fail "$name: an interval object lacks a field: $(cat "$out")"
+	jq -se ".[1:-1] | all(.MB_per_s <= $max_mbs)" "$out" >/dev/null ||
+		fail "$name: an interval beat $max_mbs MB/s: $(cat "$out")"
+	jq -se ".[-1] | (.interval | not) and .bytes == $bytes" "$out" >/dev/null ||
+		fail "$name: the final object: $(tail -n1 "$out")"
+	[ "$ms" -ge "$min_ms" ] || fail "$name: took $ms ms, under $min_ms"
+	pass "$name: $ms ms, $n interval objects, then the final one"
+}

@@ -11,39 +11,11 @@ mkdir -p "$work"/d{0..3}
 D=$work/d0,$work/d1,$work/d2,$work/d3
 head -c $size /dev/urandom >"$work/src"
 
-# timed OUT CMD...: runs CMD with stdout in OUT; sets ms to the time it took.
-timed() {
-	local out=$1 t0 t1
-	shift
-	t0=$(date +%s%N)
-	"$@" >"$out" || fail "$*: exit $?"
-	t1=$(date +%s%N)
-	ms=$(((t1 - t0) / 1000000))
-}
-
-# paced_json NAME OUT ROLE: JSON lines only, at least two interval objects of ROLE with the
-# reporter's fields, none far above 20 MB/s, then one final object counting every byte;
-# and the run took at least 1.2 s.
-paced_json() {
-	local name=$1 out=$2 role=$3 n
-	jq -e . "$out" >/dev/null || fail "$name: not JSON lines: $(cat "$out")"
-	n=$(jq -s '[.[:-1][] | select(.interval)] | length' "$out")
-	[ "$n" -ge 2 ] || fail "$name: $n interval objects before the final one: $(cat "$out")"
-	jq -se --arg role "$role" '.[:-1] | all(.tool == "stripe" and .role == $role and
-		.link == "disk" and (.interval | .end > .start) and .bytes >= 0 and
-		.messages >= 0 and .MB_per_s >= 0 and .Gbit_per_s >= 0)' "$out" >/dev/null ||
-		fail "$name: an interval object lacks a field: $(cat "$out")"
-	jq -se ".[-1] | (.interval | not) and .bytes == $size" "$out" >/dev/null ||
-		fail "$name: the final object: $(tail -n1 "$out")"
-	[ "$ms" -ge 1200 ] || fail "$name: took $ms ms, under 1.2 s at 160M"
-	pass "$name: $ms ms, $n interval objects, then the final one"
-}
-
 timed "$work/out" "$stripe" put -i 0.5 -R 160M --json "$work/src" "$D" f
-paced_json "put -i 0.5 -R 160M --json" "$work/out" put
+paced_json "put -i 0.5 -R 160M --json" "$work/out" stripe put disk $size 1200 30
 timed "$work/out" "$stripe" get -i 0.5 -R 160M --json "$D" f "$work/back"
 cmp -s "$work/src" "$work/back" || fail "a paced get gave other bytes"
-paced_json "get -i 0.5 -R 160M --json" "$work/out" get
+paced_json "get -i 0.5 -R 160M --json" "$work/out" stripe get disk $size 1200 30
 
 # Unpaced, -i alone reports too, in text lines before the summary.
 timed "$work/out" "$stripe" put -f -i 0.01 "$work/src" "$D" f

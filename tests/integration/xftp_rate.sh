@@ -14,46 +14,19 @@ make_file "$root/big" $size
 chown nobody "$root/big"
 cd "$work"
 
-# timed OUT CMD...: runs CMD with stdout in OUT; sets ms to the time it took.
-timed() {
-	local out=$1 t0 t1
-	shift
-	t0=$(date +%s%N)
-	"$@" >"$out" || fail "$*: exit $?"
-	t1=$(date +%s%N)
-	ms=$(((t1 - t0) / 1000000))
-}
-
-# paced_json NAME OUT: OUT holds JSON lines only, at least two interval objects of role
-# ROLE with the reporter's fields, none above 1.5 times 20 MB/s, then one final object
-# counting every byte; and the run took at least 2.5 s.
-paced_json() {
-	local name=$1 out=$2 role=$3 n
-	jq -e . "$out" >/dev/null || fail "$name: not JSON lines: $(cat "$out")"
-	n=$(jq -s '[.[:-1][] | select(.interval)] | length' "$out")
-	[ "$n" -ge 2 ] || fail "$name: $n interval objects before the final one: $(cat "$out")"
-	jq -se --arg role "$role" '.[:-1] | all(.tool == "xftp" and .role == $role and
-		.link == "tcp" and (.interval | .end > .start) and .bytes >= 0 and
-		.messages >= 0 and .MB_per_s <= 30 and .Gbit_per_s >= 0)' "$out" >/dev/null ||
-		fail "$name: an interval object lacks a field or beats the rate: $(cat "$out")"
-	jq -se ".[-1] | (.interval | not) and .bytes == $size" "$out" >/dev/null ||
-		fail "$name: the final object: $(tail -n1 "$out")"
-	[ "$ms" -ge 2500 ] || fail "$name: took $ms ms, under 2.5 s at 160M"
-	pass "$name: $ms ms, $n interval objects, then the final one"
-}
-
 timed "$work/out" "$xftp" -i 1 -R 160M --json get $url/big "$work/got"
 same "$root/big" "$work/got" "a paced get gives identical bytes"
-paced_json "get -i 1 -R 160M --json" "$work/out" get
+paced_json "get -i 1 -R 160M --json" "$work/out" xftp get tcp $size 2500 30
 
 timed "$work/out" "$xftp" -i 1 -R 160M --json -P 2 get $url/big "$work/got2"
 same "$root/big" "$work/got2" "a paced get over two streams gives identical bytes"
 jq -se '.[-1].streams == 2' "$work/out" >/dev/null || fail "-P 2 used one stream: $(tail -n1 "$work/out")"
-paced_json "get -P 2 -R 160M: both streams together keep to the rate" "$work/out" get
+paced_json "get -P 2 -R 160M: both streams together keep to the rate" "$work/out" \
+	xftp get tcp $size 2500 30
 
 timed "$work/out" "$xftp" -i 1 -R 160M --json put "$work/got" $url/up
 same "$work/got" "$root/up" "a paced put gives identical bytes"
-paced_json "put -i 1 -R 160M --json" "$work/out" put
+paced_json "put -i 1 -R 160M --json" "$work/out" xftp put tcp $size 2500 30
 
 # A tree: three files at once (-j 3), 20 MB each, paced together.
 mkdir -p "$root/tree"
