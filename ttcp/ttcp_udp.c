@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <dragstrip/net.h>
+#include <dragstrip/pace.h>
 #include <dragstrip/seqtrack.h>
 
 #include "ttcp.h"
@@ -131,6 +132,10 @@ static int transmit_batches(struct udp_run *run)
         double ns_per_dgram = opt->rate_bps > 0 ? opt->buf_len * 8 / opt->rate_bps * 1e9 : 0;
         unsigned batch = batch_size(opt, ns_per_dgram);
         uint64_t seq = 0;
+        struct ds_pace pace;
+
+        if (opt->rate_bps > 0)
+                ds_pace_init(&pace, opt->rate_bps);
 
         for (unsigned i = 0; i < BATCH; i++) {
                 headers[i] =
@@ -149,8 +154,6 @@ static int transmit_batches(struct udp_run *run)
                         if (opt->nbuf - seq < n)
                                 n = (unsigned)(opt->nbuf - seq);
                 }
-                if (ns_per_dgram > 0)
-                        ds_sleep_until(run->out->start_ns + (uint64_t)(seq * ns_per_dgram));
                 for (unsigned i = 0; i < n; i++)
                         headers[i].seq = htobe64(seq + i);
                 int sent = sendmmsg(run->fd, msgs, n, 0);
@@ -162,6 +165,8 @@ static int transmit_batches(struct udp_run *run)
                 run->out->io_calls += (unsigned)sent;
                 run->out->bytes += (uint64_t)sent * opt->buf_len;
                 ds_live_add(run->live, (unsigned)sent, (uint64_t)sent * opt->buf_len);
+                if (opt->rate_bps > 0)
+                        ds_pace_wait(&pace, (uint64_t)sent * opt->buf_len); /* a stop ends it */
         }
         return 0;
 }

@@ -6,6 +6,7 @@
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/live.h>
+#include <dragstrip/pace.h>
 #include <dragstrip/pool.h>
 #include <dragstrip/session.h>
 #include <dragstrip/verify.h>
@@ -33,8 +34,7 @@ struct stream {
         unsigned batch;       /* messages per send() call */
         uint64_t quota;       /* messages (count mode) */
         uint64_t deadline_ns; /* duration mode */
-        uint64_t start_ns;
-        double bytes_per_ns; /* pacing, 0: none */
+        struct ds_pace *pace; /* -R: one schedule for every stream; NULL: flat out */
 
         pthread_mutex_t credit_lock; /* one worker at a time reserves, waiting for credit */
         pthread_mutex_t lock;        /* the counts, the free stack and the turn */
@@ -159,11 +159,9 @@ static void *worker(void *arg)
                 /* Getting ready happens outside the turn, while the other worker sends. */
                 for (int64_t i = 0; i < b && st->o->verify; i++)
                         ds_pattern_stamp(&pattern, msgs[i].buf, msgs[i].seq);
-                /* A stop ends a pacing sleep, and the batch is not sent. */
-                bool paced_out = b > 0 && st->bytes_per_ns > 0 &&
-                                 ds_sleep_until(st->start_ns +
-                                                (uint64_t)((double)(msgs[0].seq * st->o->msg_size) /
-                                                           st->bytes_per_ns)) < 0;
+                /* A stop ends a pacing wait, and the batch is not sent. */
+                bool paced_out =
+                    b > 0 && st->pace && ds_pace_wait(st->pace, (uint64_t)b * st->o->msg_size) < 0;
 
                 pthread_mutex_lock(&st->lock);
                 while (st->turn != ticket)
@@ -337,11 +335,13 @@ static int streams_drive(struct stream *streams, const struct ds_blast_options *
                          struct ds_report *report, struct ds_error *err)
 {
         pthread_t threads[DS_BLAST_MAX_STREAMS];
+        struct ds_pace pace;
+        if (o->rate_bps > 0)
+                ds_pace_init(&pace, o->rate_bps);
         uint64_t now = ds_now_ns();
         for (unsigned i = 0; i < o->streams; i++) {
-                streams[i].start_ns = now;
                 streams[i].deadline_ns = now + (uint64_t)(o->duration_s * 1e9);
-                streams[i].bytes_per_ns = o->rate_bps / 8 / 1e9 / o->streams;
+                streams[i].pace = o->rate_bps > 0 ? &pace : NULL;
         }
         unsigned started = 0;
         for (; started < o->streams; started++)
