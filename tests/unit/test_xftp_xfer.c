@@ -280,6 +280,23 @@ static void test_stream_through_pool_buffers_gives_identical_bytes(void **state)
         check_dst(fx, 0, FILE_SIZE);
 }
 
+/* A stream of unknown size that ends within its first piece (a small file from a
+ * standard client) is received and written in the caller's thread: the same bytes. */
+static void test_stream_within_one_piece_of_unknown_size_gives_identical_bytes(void **state)
+{
+        struct fixture *fx = *state;
+        struct ds_xfer_opts opts = {.block = 2 * FILE_SIZE,
+                                    .length = UINT64_MAX,
+                                    .limit = UINT64_MAX,
+                                    .flags = DS_XFER_NO_SENDFILE};
+        struct ds_xfer_result result;
+
+        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(result.bytes, FILE_SIZE);
+        assert_int_equal(result.prefix_end, FILE_SIZE);
+        check_dst(fx, 0, FILE_SIZE);
+}
+
 static void test_blocks_over_four_connections_give_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
@@ -608,6 +625,9 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_stream_through_pool_buffers_gives_identical_bytes,
                                             setup, teardown),
+            cmocka_unit_test_setup_teardown(
+                test_stream_within_one_piece_of_unknown_size_gives_identical_bytes, setup,
+                teardown),
             cmocka_unit_test_setup_teardown(test_blocks_over_four_connections_give_identical_bytes,
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_a_range_resumes_where_the_file_ends, setup,

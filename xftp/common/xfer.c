@@ -69,6 +69,7 @@ struct pipeline {
         atomic_bool closing; /* receiving MODE E: an EOD said the sender closes */
         /* Receiving one small piece: the receiving thread writes each piece itself. */
         bool inline_write;
+        uint64_t stream_at; /* receiving MODE S: where the next piece lands */
         struct ds_ranges *arrived;
         struct ds_xfer_result *result;
         int failed; /* first negative errno, with its message in err */
@@ -522,42 +523,52 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
         }
 }
 
+/* One piece of a MODE S stream, received into a free buffer and delivered at stream_at;
+ * *last when the stream ended with it or before it. A piece received here (in the
+ * caller's thread) that ends the stream is written here too. */
+static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *last,
+                        struct ds_error *err)
+{
+        const struct ds_xfer_opts *o = pl->opts;
+        uint64_t end = o->length > UINT64_MAX - o->offset ? UINT64_MAX : o->offset + o->length;
+        if (end > o->limit)
+                end = o->limit;
+        int rc;
+        void *buf = take_free(pl, err, &rc);
+
+        *last = true;
+        if (!buf)
+                return rc;
+        size_t got = 0;
+        rc = recv_full(pl, &pl->conns[index], buf, pl->block, true, &got, err);
+        if (rc == -EPIPE)
+                rc = 0; /* in MODE S the close is the end */
+        if (rc == 0 && got > end - pl->stream_at) {
+                ds_fail(err, 0, "data past offset %llu, the end allowed", (unsigned long long)end);
+                rc = -EFBIG;
+        }
+        if (rc == 0 && got > 0) {
+                count(pl, index, got);
+                pl->inline_write |= here && got < pl->block;
+                rc = deliver(pl, (struct piece){buf, got, pl->stream_at, false}, err);
+        }
+        if (rc < 0 || got == 0) {
+                give_free(pl, buf);
+                return rc;
+        }
+        pl->stream_at += got;
+        *last = got < pl->block;
+        return 0;
+}
+
 static int recv_stream(const struct net_thread *t, struct ds_error *err)
 {
-        struct pipeline *pl = t->pl;
-        struct ds_xconn *conn = &pl->conns[t->index];
-        uint64_t offset = pl->opts->offset;
-        uint64_t end =
-            pl->opts->length > UINT64_MAX - offset ? UINT64_MAX : offset + pl->opts->length;
-        if (end > pl->opts->limit)
-                end = pl->opts->limit;
+        bool last = false;
+        int rc = 0;
 
-        for (;;) {
-                int rc;
-                void *buf = take_free(pl, err, &rc);
-                if (!buf)
-                        return rc;
-                size_t got = 0;
-                rc = recv_full(pl, conn, buf, pl->block, true, &got, err);
-                if (rc == -EPIPE)
-                        rc = 0; /* in MODE S the close is the end */
-                if (rc == 0 && got > end - offset) {
-                        ds_fail(err, 0, "data past offset %llu, the end allowed",
-                                (unsigned long long)end);
-                        rc = -EFBIG;
-                }
-                if (rc == 0 && got > 0) {
-                        count(pl, t->index, got);
-                        rc = deliver(pl, (struct piece){buf, got, offset, false}, err);
-                }
-                if (rc < 0 || got == 0) {
-                        give_free(pl, buf);
-                        return rc;
-                }
-                offset += got;
-                if (got < pl->block)
-                        return 0;
-        }
+        while (rc == 0 && !last)
+                rc = stream_piece(t->pl, t->index, false, &last, err);
+        return rc;
 }
 
 static void *recv_thread(void *arg)
@@ -1083,22 +1094,31 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                 return rc;
         }
         pl.net_running = n;
+        pl.arrived = &arrived;
+        pl.result = result;
+        pl.stream_at = opts->offset;
+        bool ended = false;
         if (n == 1 && !file->ops->start_io && one_piece(&pl, false)) {
                 /* A small file of a known size: received and written by this thread, as a
                  * one-piece send is sent (no thread, no hand-over per file). */
                 pl.inline_write = true;
-                pl.arrived = &arrived;
-                pl.result = result;
                 threads[0] = (struct net_thread){.pl = &pl, .index = 0};
                 recv_thread(&threads[0]);
         } else {
-                rc = start_threads(&pl, threads, recv_thread, &started, err);
+                /* A MODE S stream of unknown size is most often a small file of a tree (a
+                 * standard client's upload): its first piece comes in this thread, and when
+                 * the stream ends within it, it is written here as well. A longer stream
+                 * goes on in the pipeline, that piece first in the disk side's queue. */
+                if (n == 1 && mode != DS_XFER_BLOCKS && !file->ops->start_io)
+                        rc = stream_piece(&pl, 0, true, &ended, err);
+                if (rc == 0 && !ended)
+                        rc = start_threads(&pl, threads, recv_thread, &started, err);
                 if (rc < 0) {
                         pthread_mutex_lock(&pl.lock);
                         pl.net_running = started;
                         pthread_mutex_unlock(&pl.lock);
                 }
-                if (rc == 0)
+                if (rc == 0 && !ended)
                         rc = write_side(&pl, &arrived, result, err);
         }
         if (rc < 0 && rc != -ECANCELED)
