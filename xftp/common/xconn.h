@@ -26,8 +26,10 @@ struct ds_xconn_ops {
         /* Receives up to len bytes (flags: 0, MSG_DONTWAIT or MSG_WAITALL). Returns the
          * bytes read, 0 when the peer closed, or a negative errno. */
         ssize_t (*recv)(struct ds_xconn *c, void *buf, size_t len, int flags);
-        /* May be NULL: sends len bytes of file_fd from *offset, advancing it, without
-         * copying them through user space. Returns as sendv. */
+        /* May be NULL: sends up to len bytes of file_fd from *offset, advancing it:
+         * without copying them through user space where the kernel carries the bytes
+         * (tcp, kernel TLS), else through one small buffer (TLS in user space). Returns
+         * as sendv. */
         ssize_t (*sendfile)(struct ds_xconn *c, int file_fd, off_t *offset, size_t len);
         /* May be NULL: bytes already received and held in user space (TLS records), which
          * a poll() on the socket would not announce. */

@@ -197,14 +197,11 @@ static int run_job(struct session *s, struct job *job)
         enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
 
         job->opts.block = s->config->block;
-        /* TLS in user space cannot sendfile: budget for buffers, whatever the kernel does. */
-        unsigned flags = job->opts.flags;
-        if (s->prot_p)
-                job->opts.flags |= DS_XFER_NO_SENDFILE;
+        /* A MODE S send takes no buffers: sendfile, or under TLS in user space one chunk
+         * of the connection's own (xtls.c), as fixed as its socket buffers. */
         lend_if_fits(s, job, mode, n);
         uint64_t need =
             ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
-        job->opts.flags = flags;
         if (!xfer_budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_begin(s);
