@@ -72,7 +72,8 @@ static void write_string(FILE *out, const char *text)
         fputc('"', out);
 }
 
-/* The separator and key before a member of the innermost open object. */
+/* The separator and key before a member of the innermost open object (an array's
+ * elements have no key). */
 static void begin_member(struct ds_json *json, const char *key)
 {
         int level = json->depth - 1;
@@ -81,6 +82,8 @@ static void begin_member(struct ds_json *json, const char *key)
         if (json->has_member[level])
                 fputc(',', json->out);
         json->has_member[level] = true;
+        if (json->is_array[level])
+                return;
         write_string(json->out, key);
         fputc(':', json->out);
 }
@@ -90,6 +93,7 @@ void ds_json_begin(struct ds_json *json, FILE *out)
         json->out = out;
         json->depth = 1;
         json->has_member[0] = false;
+        json->is_array[0] = false;
         fputc('{', out);
 }
 
@@ -136,7 +140,7 @@ void ds_json_bool(struct ds_json *json, const char *key, bool value)
         fputs(value ? "true" : "false", json->out);
 }
 
-void ds_json_open(struct ds_json *json, const char *key)
+static void open_nested(struct ds_json *json, const char *key, bool array)
 {
         /* Deeper than the writer tracks is a bug in the caller; in a release build the
          * member is dropped and the line stays valid JSON. */
@@ -144,8 +148,19 @@ void ds_json_open(struct ds_json *json, const char *key)
         if (json->depth >= DS_JSON_MAX_DEPTH)
                 return;
         begin_member(json, key);
-        fputc('{', json->out);
+        fputc(array ? '[' : '{', json->out);
+        json->is_array[json->depth] = array;
         json->has_member[json->depth++] = false;
+}
+
+void ds_json_open(struct ds_json *json, const char *key)
+{
+        open_nested(json, key, false);
+}
+
+void ds_json_open_array(struct ds_json *json, const char *key)
+{
+        open_nested(json, key, true);
 }
 
 void ds_json_close(struct ds_json *json)
@@ -153,5 +168,5 @@ void ds_json_close(struct ds_json *json)
         if (json->depth <= 0)
                 return;
         json->depth--;
-        fputc('}', json->out);
+        fputc(json->is_array[json->depth] ? ']' : '}', json->out);
 }

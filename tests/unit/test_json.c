@@ -141,6 +141,34 @@ static void test_json_nests_objects_with_commas_in_the_right_places(void **state
         free(c.text);
 }
 
+static void test_json_arrays_hold_values_and_objects_without_keys(void **state)
+{
+        (void)state;
+        struct capture c;
+        struct ds_json json;
+        capture_open(&c);
+        ds_json_begin(&json, c.out);
+        ds_json_open_array(&json, "empty");
+        ds_json_close(&json);
+        ds_json_open_array(&json, "entries");
+        ds_json_open(&json, NULL);
+        ds_json_str(&json, "name", "a");
+        ds_json_u64(&json, "size", 1);
+        ds_json_close(&json);
+        ds_json_open(&json, NULL);
+        ds_json_str(&json, "name", "b");
+        ds_json_close(&json);
+        ds_json_str(&json, NULL, "c");
+        ds_json_close(&json);
+        ds_json_open_array(&json, "left_open");
+        ds_json_u64(&json, NULL, 7);
+        ds_json_end(&json); /* closes the array with ] and the object with } */
+        assert_int_equal(fclose(c.out), 0);
+        assert_string_equal(c.text, "{\"empty\":[],\"entries\":[{\"name\":\"a\",\"size\":1},"
+                                    "{\"name\":\"b\"},\"c\"],\"left_open\":[7]}\n");
+        free(c.text);
+}
+
 static void test_json_numbers_are_exact_and_non_finite_is_null(void **state)
 {
         (void)state;
@@ -193,6 +221,7 @@ int main(void)
             cmocka_unit_test(test_json_invalid_utf8_becomes_replacement_characters),
             cmocka_unit_test(test_json_escapes_quotes_backslashes_and_control_characters),
             cmocka_unit_test(test_json_nests_objects_with_commas_in_the_right_places),
+            cmocka_unit_test(test_json_arrays_hold_values_and_objects_without_keys),
             cmocka_unit_test(test_json_numbers_are_exact_and_non_finite_is_null),
             cmocka_unit_test(test_json_each_report_is_its_own_line),
         };

@@ -1,4 +1,5 @@
-/* A small streaming JSON writer: one object per line, keys in the order written. */
+/* A small streaming JSON writer: one object per line, keys in the order written. Inside
+ * an array, members are written with a NULL key. */
 #ifndef DRAGSTRIP_JSON_H
 #define DRAGSTRIP_JSON_H
 
@@ -12,6 +13,7 @@ struct ds_json {
         FILE *out;
         int depth;
         bool has_member[DS_JSON_MAX_DEPTH];
+        bool is_array[DS_JSON_MAX_DEPTH];
 };
 
 /* Starts the outermost object on out. */
@@ -26,6 +28,9 @@ void ds_json_double(struct ds_json *json, const char *key, double value); /* NaN
 void ds_json_bool(struct ds_json *json, const char *key, bool value);
 /* A nested object under key; close it with ds_json_close. */
 void ds_json_open(struct ds_json *json, const char *key);
+/* An array under key, its elements written with a NULL key; close it with ds_json_close. */
+void ds_json_open_array(struct ds_json *json, const char *key);
+/* Closes the innermost open object or array. */
 void ds_json_close(struct ds_json *json);
 
 #endif
