@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -23,6 +24,31 @@ double ds_seconds_between(uint64_t start_ns, uint64_t end_ns)
         if (end_ns >= start_ns)
                 return (double)(end_ns - start_ns) / 1e9;
         return -(double)(start_ns - end_ns) / 1e9;
+}
+
+uint64_t ds_unix_now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+char *ds_utc_format(char *buf, size_t len, uint64_t unix_ns)
+{
+        time_t seconds = (time_t)(unix_ns / 1000000000u);
+        unsigned ms = (unsigned)(unix_ns % 1000000000u / 1000000u);
+        struct tm tm;
+
+        if (len == 0)
+                return buf;
+        buf[0] = '\0';
+        if (!gmtime_r(&seconds, &tm))
+                return buf;
+        size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (n == 0 || snprintf(buf + n, len - n, ".%03uZ", ms) >= (int)(len - n))
+                buf[0] = '\0';
+        return buf;
 }
 
 static double timeval_seconds(const struct timeval *tv)

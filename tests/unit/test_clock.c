@@ -27,6 +27,18 @@ static void test_seconds_between_is_signed(void **state)
         assert_true(ds_seconds_between(3000000000u, 1000000000u) == -2.0);
 }
 
+static void test_utc_format_is_iso8601_to_the_millisecond(void **state)
+{
+        (void)state;
+        char text[DS_UTC_TEXT];
+        assert_string_equal(ds_utc_format(text, sizeof(text), 0), "1970-01-01T00:00:00.000Z");
+        /* 2026-01-31T12:34:56.789999999Z: milliseconds cut, not rounded up into a second */
+        assert_string_equal(ds_utc_format(text, sizeof(text), 1769862896789999999u),
+                            "2026-01-31T12:34:56.789Z");
+        assert_string_equal(ds_utc_format(text, 10, 0), "");
+        assert_true(ds_unix_now_ns() > 1700000000000000000u); /* after November 2023 */
+}
+
 static void test_sleep_until_reaches_the_deadline(void **state)
 {
         (void)state;
@@ -85,6 +97,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_now_never_goes_backwards),
             cmocka_unit_test(test_seconds_between_is_signed),
+            cmocka_unit_test(test_utc_format_is_iso8601_to_the_millisecond),
             cmocka_unit_test(test_sleep_until_reaches_the_deadline),
             cmocka_unit_test(test_sleep_until_past_deadline_returns_at_once),
             cmocka_unit_test(test_cpu_counts_a_busy_loop),

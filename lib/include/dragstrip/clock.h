@@ -2,6 +2,7 @@
 #ifndef DRAGSTRIP_CLOCK_H
 #define DRAGSTRIP_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Nanoseconds on CLOCK_MONOTONIC; never goes backwards, unrelated to the wall clock. */
@@ -9,6 +10,16 @@ uint64_t ds_now_ns(void);
 
 /* Seconds between two ds_now_ns() readings. */
 double ds_seconds_between(uint64_t start_ns, uint64_t end_ns);
+
+/* Nanoseconds since the Unix epoch on CLOCK_REALTIME: a date for reports, never a
+ * measure of time (it jumps when the clock is set). */
+uint64_t ds_unix_now_ns(void);
+
+/* A date (ns since the Unix epoch) as ISO 8601 UTC to the millisecond,
+ * "2026-01-31T12:00:00.000Z", into buf of len bytes (DS_UTC_TEXT is enough). Returns buf;
+ * "" when len is too small. */
+#define DS_UTC_TEXT 32
+char *ds_utc_format(char *buf, size_t len, uint64_t unix_ns);
 
 /* CPU time this process has used so far (all threads), from getrusage(RUSAGE_SELF). */
 struct ds_cpu {
