@@ -497,7 +497,7 @@ int ttcp_tcp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
                 return rc;
         }
         ttcp_say(opt, "connect");
-        snprintf(out->peer, sizeof out->peer, "%s", opt->host);
+        ds_net_peer_name(streams[0]->fd, out->peer, sizeof out->peer);
         ttcp_mark_start(out, ds_now_ns());
         struct stream_set set = {.streams = streams, .count = count};
         supervise_begin(out->start_ns, opt->duration_s, shut_on_signal, &set);

@@ -397,7 +397,7 @@ int ttcp_udp_transmit(const struct ttcp_options *opt, struct ds_live_segment *li
                 close(run.fd);
                 return rc;
         }
-        snprintf(out->peer, sizeof out->peer, "%s", opt->host);
+        ds_net_peer_name(run.fd, out->peer, sizeof out->peer);
         out->streams = 1;
         send_sentinels(&run, 1, false);
         ttcp_mark_start(out, ds_now_ns());

@@ -256,3 +256,15 @@ const char *ds_net_format(const struct sockaddr *addr, socklen_t len, char *buf,
         }
         return buf;
 }
+
+const char *ds_net_peer_name(int fd, char *buf, size_t buf_len)
+{
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof(addr);
+
+        if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0) {
+                snprintf(buf, buf_len, "?");
+                return buf;
+        }
+        return ds_net_format((struct sockaddr *)&addr, len, buf, buf_len);
+}

@@ -108,6 +108,11 @@ static void assert_connects(int listen_fd, const char *host, const char *peer_pr
                 fail_msg("accept from %s: %s", host, err.text);
         if (strncmp(peer, peer_prefix, strlen(peer_prefix)) != 0)
                 fail_msg("peer of %s is '%s', expected it to start '%s'", host, peer, peer_prefix);
+        /* The client names the server as the server names it: address and port. */
+        char server_name[64], expected[64];
+        snprintf(expected, sizeof(expected), "%.*s:%u", (int)(strrchr(peer, ':') - peer), peer,
+                 bound_port(listen_fd));
+        assert_string_equal(ds_net_peer_name(client, server_name, sizeof(server_name)), expected);
 
         char byte = 'x';
         assert_int_equal(write(client, &byte, 1), 1);
@@ -147,7 +152,9 @@ static void test_accept_times_out_quickly(void **state)
 {
         (void)state;
         struct ds_error err;
+        char name[64];
         int fd = ds_net_listen("127.0.0.1", 0, SOCK_STREAM, &err);
+        assert_string_equal(ds_net_peer_name(fd, name, sizeof(name)), "?"); /* no peer */
         assert_true(fd >= 0);
         uint64_t start = ds_now_ns();
         assert_int_equal(ds_net_accept(fd, 100, NULL, 0, &err), -ETIMEDOUT);

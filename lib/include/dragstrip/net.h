@@ -42,4 +42,8 @@ int ds_net_set_buffers(int fd, int bytes, struct ds_error *err);
 /* "host:port" or "[v6]:port" for an address. */
 const char *ds_net_format(const struct sockaddr *addr, socklen_t len, char *buf, size_t buf_len);
 
+/* The same for the peer of the connected socket fd ("?" when it has none), so both ends
+ * of a connection name the other alike. */
+const char *ds_net_peer_name(int fd, char *buf, size_t buf_len);
+
 #endif
