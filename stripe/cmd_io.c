@@ -37,6 +37,23 @@ struct transfer {
         char *final_path; /* get: where tmp_path goes then */
 };
 
+/* The command line's choices, for the report's "params". */
+static void transfer_params(struct ds_json *json, void *ctx)
+{
+        const struct transfer *t = ctx;
+
+        ds_json_open_array(json, "dirs");
+        for (unsigned i = 0; i < t->ndirs; i++)
+                ds_json_str(json, NULL, t->dirs[i]);
+        ds_json_close(json);
+        ds_json_u64(json, "unit", t->cmd->unit);
+        ds_json_u64(json, "mem", t->cmd->mem);
+        ds_json_bool(json, "force", t->cmd->force);
+        ds_json_bool(json, "direct", !t->cmd->no_direct);
+        ds_json_bool(json, "checksums", !t->cmd->no_checksum);
+        ds_json_double(json, "rate_bps", t->cmd->rate_bps);
+}
+
 static void transfer_extra(struct ds_json *json, void *ctx)
 {
         const struct transfer *t = ctx;
@@ -70,7 +87,9 @@ static void transfer_begin(struct transfer *t, const char *role, bool to_stderr)
                                           .link = "disk",
                                           .json = t->cmd->json,
                                           .interval_s = t->cmd->interval_s,
-                                          .out = to_stderr ? stderr : stdout};
+                                          .out = to_stderr ? stderr : stdout,
+                                          .params = transfer_params,
+                                          .params_ctx = t};
 
         if (ds_live_open(&t->live, "stripe", role, "disk", NULL, &e) != 0)
                 errx(1, "%s: %s", t->cmd->name, e.text);

@@ -225,6 +225,29 @@ static void check_options(const struct ttcp_options *opt)
                 errx(2, "-w: the transmitter decides how long a run lasts");
 }
 
+/* The options of the run, defaults applied, for the report's "params". */
+static void add_json_params(struct ds_json *json, void *ctx)
+{
+        const struct ttcp_options *opt = ctx;
+
+        ds_json_u64(json, "port", opt->port);
+        ds_json_bool(json, "sink_mode", opt->sink_mode);
+        ds_json_i64(json, "sockbuf", opt->sockbuf);
+        ds_json_double(json, "timeout_s", opt->timeout_s);
+        if (opt->transmit) { /* the transmitter decides what the run is */
+                ds_json_str(json, "host", opt->host);
+                ds_json_u64(json, "count", opt->duration_s > 0 ? 0 : opt->nbuf);
+                ds_json_double(json, "duration_s", opt->duration_s);
+                ds_json_u64(json, "streams", opt->streams);
+                ds_json_double(json, "rate_bps", opt->rate_bps);
+                ds_json_bool(json, "nodelay", opt->nodelay);
+                ds_json_bool(json, "zerocopy", opt->zerocopy);
+        } else {
+                ds_json_bool(json, "touch", opt->touch);
+                ds_json_bool(json, "splice", opt->splice);
+        }
+}
+
 static void add_json_extras(struct ds_json *json, void *ctx)
 {
         const struct ttcp_outcome *out = ctx;
@@ -275,6 +298,8 @@ int main(int argc, char **argv)
             .interval_s = opt.interval_s,
             .unit = opt.unit ? opt.unit : 'a',
             .out = (opt.sink_mode || opt.transmit) ? stdout : stderr,
+            .params = add_json_params,
+            .params_ctx = &opt,
         };
         ds_report_init(&report, &config, ds_live_segment(live));
         if (supervise_init(&report) != 0)

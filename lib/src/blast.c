@@ -274,19 +274,23 @@ struct run_totals {
         uint64_t sink_ns;          /* the slowest stream's receive time */
 };
 
+/* The sink's side of a repeat, as the reporter's figures. */
+static struct ds_result sink_result(const struct run_totals *t)
+{
+        struct ds_result r = {.seconds = (double)t->sink_ns / 1e9};
+        r.counters.messages = t->sink.messages;
+        r.counters.bytes = t->sink.bytes;
+        for (int i = 0; i < DS_FAULT_COUNT; i++)
+                r.counters.faults[i] = t->sink.faults[i];
+        ds_result_rates(&r);
+        return r;
+}
+
 static void sink_extra(struct ds_json *json, void *ctx)
 {
-        const struct run_totals *t = ctx;
-        double s = (double)t->sink_ns / 1e9;
+        struct ds_result r = sink_result(ctx);
         ds_json_open(json, "sink");
-        ds_json_u64(json, "messages", t->sink.messages);
-        ds_json_u64(json, "bytes", t->sink.bytes);
-        ds_json_double(json, "seconds", s);
-        ds_json_double(json, "MB_per_s", s > 0 ? (double)t->sink.bytes / 1e6 / s : 0);
-        ds_json_open(json, "errors");
-        for (int i = 0; i < DS_FAULT_COUNT; i++)
-                ds_json_u64(json, ds_fault_name(i), t->sink.faults[i]);
-        ds_json_close(json);
+        ds_report_json_figures(json, &r);
         ds_json_close(json);
 }
 
@@ -295,14 +299,32 @@ static void print_sink_line(const struct ds_report *send_report, const struct ru
 {
         struct ds_report sink_report = *send_report;
         sink_report.config.role = "sink";
-        struct ds_result r = {.seconds = (double)t->sink_ns / 1e9};
-        r.counters.messages = t->sink.messages;
-        r.counters.bytes = t->sink.bytes;
-        for (int i = 0; i < DS_FAULT_COUNT; i++)
-                r.counters.faults[i] = t->sink.faults[i];
-        r.MB_per_s = r.seconds > 0 ? (double)t->sink.bytes / 1e6 / r.seconds : 0;
-        r.Gbit_per_s = r.MB_per_s * 8 / 1e3;
+        struct ds_result r = sink_result(t);
         ds_report_print(&sink_report, &r, NULL, NULL);
+}
+
+/* The run's options as given, for the report's "params". */
+static void blast_params(struct ds_json *json, void *ctx)
+{
+        static const char *const flows[] = {[DS_FLOW_CREDIT] = "credit", [DS_FLOW_NONE] = "none"};
+        static const char *const ops[] = {[DS_OP_DEFAULT] = "default",
+                                          [DS_OP_WRITE] = "write",
+                                          [DS_OP_SEND] = "send",
+                                          [DS_OP_READ] = "read"};
+        const struct ds_blast_options *o = ctx;
+
+        ds_json_str(json, "host", o->where.host);
+        ds_json_u64(json, "port", o->where.port);
+        ds_json_u64(json, "count", o->count);
+        ds_json_double(json, "duration_s", o->duration_s);
+        ds_json_u64(json, "repeat", o->repeat);
+        ds_json_u64(json, "streams", o->streams);
+        ds_json_u64(json, "workers", o->workers);
+        ds_json_double(json, "rate_bps", o->rate_bps);
+        ds_json_bool(json, "verify", o->verify);
+        ds_json_str(json, "flow", flows[o->flow]);
+        ds_json_str(json, "op", ops[o->op]);
+        ds_json_u64(json, "window", o->window);
 }
 
 static int streams_open(struct stream *streams, const struct ds_blast_options *o,
@@ -449,6 +471,8 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
         o.report.role = "send";
         o.report.link = o.link->name;
         o.report.msg_size = o.msg_size;
+        o.report.params = blast_params;
+        o.report.params_ctx = &o;
         struct ds_live *live;
         int rc = ds_live_open(&live, "blast", "send", o.link->name, NULL, err);
         if (rc < 0)
@@ -457,6 +481,11 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
         ds_live_set_msg_size(live, o.msg_size);
         struct ds_result sum = {0};
         struct run_totals sink_sum = {0};
+        struct ds_report summary;
+        struct ds_report_config summary_config = o.report;
+        summary_config.role = "summary";
+        ds_report_init(&summary, &summary_config, NULL);
+        ds_report_start(&summary); /* the summary's run begins with the first repeat */
         for (unsigned r = 0; r < o.repeat && rc == 0 && !(stop && *stop); r++) {
                 struct ds_result result;
                 struct run_totals totals;
@@ -475,16 +504,11 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
                 sink_sum.sink_ns += totals.sink_ns;
         }
         if (rc == 0 && o.repeat > 1) {
-                struct ds_report report;
-                struct ds_report_config config = o.report;
-                config.role = "summary";
-                ds_report_init(&report, &config, NULL);
-                sum.MB_per_s = sum.seconds > 0 ? (double)sum.counters.bytes / 1e6 / sum.seconds : 0;
-                sum.Gbit_per_s = sum.MB_per_s * 8 / 1e3;
+                ds_result_rates(&sum);
                 sum.interrupted = stop && *stop;
-                ds_report_print(&report, &sum, sink_extra, &sink_sum);
+                ds_report_print(&summary, &sum, sink_extra, &sink_sum);
                 if (!o.report.json)
-                        print_sink_line(&report, &sink_sum);
+                        print_sink_line(&summary, &sink_sum);
         }
         ds_live_done(live);
         ds_live_close(live);

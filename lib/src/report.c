@@ -43,10 +43,12 @@ static uint64_t interval_ns(const struct ds_report *report)
 void ds_report_start(struct ds_report *report)
 {
         report->start_ns = ds_now_ns();
+        report->unix_minus_monotonic_ns = (int64_t)(ds_unix_now_ns() - report->start_ns);
         report->last_ns = report->start_ns;
         report->next_ns =
             report->config.interval_s > 0 ? report->start_ns + interval_ns(report) : UINT64_MAX;
         ds_cpu_now(&report->start_cpu);
+        report->last_cpu = report->start_cpu;
         read_counters(report, &report->last);
 }
 
@@ -55,33 +57,73 @@ uint64_t ds_report_next_due(const struct ds_report *report)
         return report->next_ns;
 }
 
-static void print_interval(const struct ds_report *report, double start_s, double end_s,
-                           uint64_t bytes, uint64_t messages)
+void ds_result_rates(struct ds_result *result)
+{
+        result->MB_per_s = per_second((double)result->counters.bytes / 1e6, result->seconds);
+        result->Gbit_per_s = per_second((double)result->counters.bytes * 8 / 1e9, result->seconds);
+}
+
+void ds_report_json_figures(struct ds_json *json, const struct ds_result *result)
+{
+        ds_json_u64(json, "messages", result->counters.messages);
+        ds_json_u64(json, "bytes", result->counters.bytes);
+        ds_json_double(json, "seconds", result->seconds);
+        ds_json_double(json, "MB_per_s", result->MB_per_s);
+        ds_json_double(json, "Gbit_per_s", result->Gbit_per_s);
+        ds_json_double(json, "cpu_user_s", result->cpu.user_s);
+        ds_json_double(json, "cpu_sys_s", result->cpu.sys_s);
+        ds_json_open(json, "errors");
+        for (int i = 0; i < DS_FAULT_COUNT; i++)
+                ds_json_u64(json, ds_fault_name(i), result->counters.faults[i]);
+        ds_json_close(json);
+}
+
+/* What every object starts with, final or interval: who reports, from which build, and
+ * when the run began. */
+static void json_identity(struct ds_json *json, const struct ds_report *report)
 {
         const struct ds_report_config *c = &report->config;
-        double seconds = end_s - start_s;
+        char start[DS_UTC_TEXT];
 
+        ds_json_str(json, "tool", c->tool);
+        ds_json_str(json, "role", c->role);
+        ds_json_str(json, "link", c->link);
+        ds_json_str(json, "version", DS_VERSION);
+        ds_json_str(json, "start",
+                    ds_utc_format(start, sizeof(start),
+                                  report->start_ns + (uint64_t)report->unix_minus_monotonic_ns));
+        ds_json_u64(json, "msg_size", c->msg_size);
+}
+
+/* An interval's figures: the counters, faults and CPU since the last report. */
+static void print_interval(const struct ds_report *report, double start_s, double end_s,
+                           const struct ds_counters *now, const struct ds_cpu *cpu_now)
+{
+        const struct ds_report_config *c = &report->config;
+        struct ds_result r = {.seconds = end_s - start_s,
+                              .cpu = ds_cpu_since(&report->last_cpu, cpu_now)};
+
+        r.counters.messages = now->messages - report->last.messages;
+        r.counters.bytes = now->bytes - report->last.bytes;
+        for (int i = 0; i < DS_FAULT_COUNT; i++)
+                r.counters.faults[i] = now->faults[i] - report->last.faults[i];
+        ds_result_rates(&r);
         if (c->json) {
                 struct ds_json json;
                 ds_json_begin(&json, c->out);
-                ds_json_str(&json, "tool", c->tool);
-                ds_json_str(&json, "role", c->role);
-                ds_json_str(&json, "link", c->link);
+                json_identity(&json, report);
                 ds_json_open(&json, "interval");
                 ds_json_double(&json, "start", start_s);
                 ds_json_double(&json, "end", end_s);
                 ds_json_close(&json);
-                ds_json_u64(&json, "bytes", bytes);
-                ds_json_u64(&json, "messages", messages);
-                ds_json_double(&json, "MB_per_s", per_second((double)bytes / 1e6, seconds));
-                ds_json_double(&json, "Gbit_per_s", per_second((double)bytes * 8 / 1e9, seconds));
+                ds_report_json_figures(&json, &r);
                 ds_json_end(&json);
                 return;
         }
         char rate[RATE_TEXT];
         fprintf(c->out, "[%6.2f-%6.2f s] %12llu bytes  %s\n", start_s, end_s,
-                (unsigned long long)bytes,
-                ds_rate_format(rate, sizeof(rate), bytes, seconds, c->unit));
+                (unsigned long long)r.counters.bytes,
+                ds_rate_format(rate, sizeof(rate), r.counters.bytes, r.seconds, c->unit));
         fflush(c->out);
 }
 
@@ -92,12 +134,13 @@ void ds_report_tick(struct ds_report *report)
                 return;
 
         struct ds_counters now_counters;
+        struct ds_cpu now_cpu;
         read_counters(report, &now_counters);
+        ds_cpu_now(&now_cpu);
         print_interval(report, ds_seconds_between(report->start_ns, report->last_ns),
-                       ds_seconds_between(report->start_ns, now),
-                       now_counters.bytes - report->last.bytes,
-                       now_counters.messages - report->last.messages);
+                       ds_seconds_between(report->start_ns, now), &now_counters, &now_cpu);
         report->last = now_counters;
+        report->last_cpu = now_cpu;
         report->last_ns = now;
         /* A caller that was busy past several intervals gets one line covering them all,
          * and the schedule stays on its grid rather than drifting. */
@@ -120,8 +163,7 @@ void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_re
         read_counters(report, &result->counters);
         result->seconds = ds_seconds_between(report->start_ns, end_ns);
         result->cpu = ds_cpu_since(&report->start_cpu, &cpu_now);
-        result->MB_per_s = per_second((double)result->counters.bytes / 1e6, result->seconds);
-        result->Gbit_per_s = per_second((double)result->counters.bytes * 8 / 1e9, result->seconds);
+        ds_result_rates(result);
         report->next_ns = UINT64_MAX;
 }
 
@@ -132,23 +174,15 @@ static void print_json(const struct ds_report *report, const struct ds_result *r
         struct ds_json json;
 
         ds_json_begin(&json, c->out);
-        ds_json_str(&json, "tool", c->tool);
-        ds_json_str(&json, "role", c->role);
-        ds_json_str(&json, "link", c->link);
-        ds_json_u64(&json, "msg_size", c->msg_size);
-        ds_json_u64(&json, "messages", result->counters.messages);
-        ds_json_u64(&json, "bytes", result->counters.bytes);
-        ds_json_double(&json, "seconds", result->seconds);
-        ds_json_double(&json, "MB_per_s", result->MB_per_s);
-        ds_json_double(&json, "Gbit_per_s", result->Gbit_per_s);
-        ds_json_double(&json, "cpu_user_s", result->cpu.user_s);
-        ds_json_double(&json, "cpu_sys_s", result->cpu.sys_s);
-        ds_json_open(&json, "errors");
-        for (int i = 0; i < DS_FAULT_COUNT; i++)
-                ds_json_u64(&json, ds_fault_name(i), result->counters.faults[i]);
-        ds_json_close(&json);
+        json_identity(&json, report);
+        ds_report_json_figures(&json, result);
         if (result->interrupted) /* only then: the design's fields stay as they were */
                 ds_json_bool(&json, "interrupted", true);
+        ds_json_open(&json, "params");
+        ds_json_double(&json, "interval_s", c->interval_s);
+        if (c->params)
+                c->params(&json, c->params_ctx);
+        ds_json_close(&json);
         if (extra)
                 extra(&json, ctx);
         ds_json_end(&json);

@@ -52,6 +52,7 @@ struct run {
         uint64_t last_ns;
         struct ds_live_segment counters; /* private, the run's own */
         struct ds_report report;
+        const struct ds_sink_options *o;
         struct run *next;
 };
 
@@ -87,6 +88,17 @@ static bool stopped(const struct sink *k)
         return (k->stop && *k->stop) || ds_stopping();
 }
 
+/* A run's options: the sink's own, and what its blast asked for beyond msg_size. */
+static void run_params(struct ds_json *json, void *ctx)
+{
+        const struct run *r = ctx;
+        ds_json_u64(json, "port", r->o->where.port);
+        ds_json_bool(json, "once", r->o->once);
+        ds_json_double(json, "idle_s", r->o->idle_ms / 1e3);
+        ds_json_u64(json, "max_peers", r->o->max_peers);
+        ds_json_bool(json, "verify", (r->flags & DS_HELLO_VERIFY) != 0);
+}
+
 /* Under the lock: adds the link to the run its hello names, creating the run for its
  * first stream. Returns DS_ACK_OK, or why not. */
 static uint32_t run_join(struct sink *k, struct peer *p, const struct ds_wire_hello *h)
@@ -109,12 +121,15 @@ static uint32_t run_join(struct sink *k, struct peer *p, const struct ds_wire_he
                                   .msg_size = h->msg_size,
                                   .flags = h->flags,
                                   .taken = taken,
+                                  .o = k->o,
                                   .next = k->runs};
                 struct ds_report_config config = k->o->report;
                 config.tool = "sink";
                 config.role = "recv";
                 config.link = p->link->ops->name;
                 config.msg_size = h->msg_size;
+                config.params = run_params;
+                config.params_ctx = r;
                 ds_report_init(&r->report, &config, &r->counters);
                 ds_report_start(&r->report);
                 k->runs = r;

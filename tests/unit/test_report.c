@@ -83,14 +83,43 @@ static void add_extra(struct ds_json *json, void *ctx)
         ds_json_u64(json, "credits", 16);
 }
 
+static void add_params(struct ds_json *json, void *ctx)
+{
+        ds_json_u64(json, "window", *(const unsigned *)ctx);
+}
+
+/* A start time as ISO 8601 UTC to the millisecond, within the bounds (Unix ns) given. */
+static void assert_start_between(const char *text, uint64_t before_ns, uint64_t after_ns)
+{
+        char low[DS_UTC_TEXT], high[DS_UTC_TEXT];
+        assert_int_equal(strlen(text), strlen("2026-01-31T12:00:00.000Z"));
+        assert_int_equal(text[strlen(text) - 1], 'Z');
+        /* The text sorts as the time it names. */
+        ds_utc_format(low, sizeof(low), before_ns - before_ns % 1000000u);
+        ds_utc_format(high, sizeof(high), after_ns);
+        assert_true(strcmp(text, low) >= 0 && strcmp(text, high) <= 0);
+}
+
 static void test_report_json_has_the_design_fields_in_order(void **state)
 {
         struct fixture *f = *state;
         struct ds_report report;
         struct ds_result result;
         struct jc_doc doc;
+        unsigned window = 64;
 
-        start_report(f, &report, true, 0, 0);
+        uint64_t before_ns = ds_unix_now_ns();
+        struct ds_report_config config = {.tool = "blast",
+                                          .role = "send",
+                                          .link = "raw",
+                                          .msg_size = 65536,
+                                          .json = true,
+                                          .out = f->out,
+                                          .params = add_params,
+                                          .params_ctx = &window};
+        ds_report_init(&report, &config, f->seg);
+        ds_report_start(&report);
+        uint64_t after_ns = ds_unix_now_ns();
         ds_live_add(f->seg, 1000, 1000 * 65536ull);
         ds_live_fault(f->seg, DS_FAULT_DUP, 3);
         ds_report_finish_at(&report, report.start_ns + 2000000000u, &result);
@@ -102,6 +131,8 @@ static void test_report_json_has_the_design_fields_in_order(void **state)
         static const char *const order[] = {"tool",
                                             "role",
                                             "link",
+                                            "version",
+                                            "start",
                                             "msg_size",
                                             "messages",
                                             "bytes",
@@ -116,6 +147,9 @@ static void test_report_json_has_the_design_fields_in_order(void **state)
                                             "errors.reordered",
                                             "errors.corrupt",
                                             "errors.malformed",
+                                            "params",
+                                            "params.interval_s",
+                                            "params.window",
                                             "pages",
                                             "credits"};
         assert_int_equal(doc.count, sizeof(order) / sizeof(order[0]));
@@ -124,6 +158,8 @@ static void test_report_json_has_the_design_fields_in_order(void **state)
         assert_string_equal(jc_find(&doc, "tool")->value, "blast");
         assert_string_equal(jc_find(&doc, "role")->value, "send");
         assert_string_equal(jc_find(&doc, "link")->value, "raw");
+        assert_string_equal(jc_find(&doc, "version")->value, DS_VERSION);
+        assert_start_between(jc_find(&doc, "start")->value, before_ns, after_ns);
         assert_string_equal(jc_find(&doc, "msg_size")->value, "65536");
         assert_string_equal(jc_find(&doc, "messages")->value, "1000");
         assert_string_equal(jc_find(&doc, "bytes")->value, "65536000");
@@ -133,6 +169,8 @@ static void test_report_json_has_the_design_fields_in_order(void **state)
         assert_int_equal(jc_find(&doc, "cpu_user_s")->type, 'n');
         assert_string_equal(jc_find(&doc, "errors.dup")->value, "3");
         assert_string_equal(jc_find(&doc, "errors.lost")->value, "0");
+        assert_string_equal(jc_find(&doc, "params.interval_s")->value, "0");
+        assert_string_equal(jc_find(&doc, "params.window")->value, "64");
         assert_string_equal(jc_find(&doc, "pages")->value, "hugetlb");
         assert_true(result.MB_per_s == 32.768);
         assert_int_equal(result.counters.faults[DS_FAULT_DUP], 3);
@@ -261,17 +299,27 @@ static void test_report_interval_lines_are_json_with_the_interval_bytes(void **s
         struct jc_doc doc;
 
         ds_live_add(f->seg, 99, 99); /* before start: not part of any interval */
+        ds_live_fault(f->seg, DS_FAULT_LOST, 5);
         start_report(f, &report, true, 0.02, 0);
         ds_live_add(f->seg, 4, 4000000);
+        ds_live_fault(f->seg, DS_FAULT_LOST, 2);
         ds_sleep_until(ds_report_next_due(&report));
         ds_report_tick(&report);
 
         const char *text = written(f);
         if (!jc_parse_line(text, &doc))
                 fail_msg("not one JSON line: %s", text);
-        static const char *const order[] = {"tool",           "role",         "link",  "interval",
-                                            "interval.start", "interval.end", "bytes", "messages",
-                                            "MB_per_s",       "Gbit_per_s"};
+        static const char *const order[] = {"tool",           "role",
+                                            "link",           "version",
+                                            "start",          "msg_size",
+                                            "interval",       "interval.start",
+                                            "interval.end",   "messages",
+                                            "bytes",          "seconds",
+                                            "MB_per_s",       "Gbit_per_s",
+                                            "cpu_user_s",     "cpu_sys_s",
+                                            "errors",         "errors.lost",
+                                            "errors.dup",     "errors.reordered",
+                                            "errors.corrupt", "errors.malformed"};
         assert_int_equal(doc.count, sizeof(order) / sizeof(order[0]));
         for (int i = 0; i < doc.count; i++)
                 assert_string_equal(doc.members[i].path, order[i]);
@@ -282,6 +330,9 @@ static void test_report_interval_lines_are_json_with_the_interval_bytes(void **s
         assert_string_equal(jc_find(&doc, "messages")->value, "4");
         double mb = strtod(jc_find(&doc, "MB_per_s")->value, NULL);
         assert_true(mb > 3.9 && mb <= 4.0 / 0.02);
+        assert_true(strtod(jc_find(&doc, "seconds")->value, NULL) == end);
+        assert_string_equal(jc_find(&doc, "errors.lost")->value, "2"); /* the interval's */
+        assert_int_equal(jc_find(&doc, "cpu_user_s")->type, 'n');
 }
 
 static void test_report_finish_guards_a_zero_length_run(void **state)

@@ -1,5 +1,6 @@
 /* The one result reporter every tool uses: human text by default, one JSON object with
- * --json, and interval reports every -i seconds (JSON lines with --json).
+ * --json, and interval reports every -i seconds (JSON lines with --json). Every JSON
+ * object it writes, final or interval, follows docs/result.schema.json.
  *
  * Counters come from the tool's ds_live segment, so workers only count and the reporting
  * thread only reads. MB means 10^6 bytes. */
@@ -14,15 +15,21 @@
 #include <dragstrip/json.h>
 #include <dragstrip/live.h>
 
+/* Adds tool-specific members to a JSON object. */
+typedef void (*ds_report_extra_fn)(struct ds_json *json, void *ctx);
+
 struct ds_report_config {
         const char *tool; /* "blast" */
         const char *role; /* "send" */
         const char *link; /* "tcp" */
         uint64_t msg_size;
         bool json;
-        double interval_s; /* 0: no interval reports */
-        char unit;         /* -f letter, see ds_rate_unit_check; 0 means 'a' */
-        FILE *out;         /* NULL: stdout */
+        double interval_s;         /* 0: no interval reports */
+        char unit;                 /* -f letter, see ds_rate_unit_check; 0 means 'a' */
+        FILE *out;                 /* NULL: stdout */
+        ds_report_extra_fn params; /* the run's options, into the final object's "params"
+                                    * after interval_s; NULL: interval_s alone */
+        void *params_ctx;
 };
 
 /* The figures of a finished run. */
@@ -35,16 +42,15 @@ struct ds_result {
         bool interrupted; /* a signal cut the run short: these are its figures so far */
 };
 
-/* Adds tool-specific members to the final JSON object. */
-typedef void (*ds_report_extra_fn)(struct ds_json *json, void *ctx);
-
 struct ds_report {
         struct ds_report_config config;
         const struct ds_live_segment *live;
-        uint64_t start_ns;
+        uint64_t start_ns;               /* a caller may move it to when the run really began */
+        int64_t unix_minus_monotonic_ns; /* read at ds_report_start: start_ns as a date */
         uint64_t last_ns;
         uint64_t next_ns;
         struct ds_cpu start_cpu;
+        struct ds_cpu last_cpu;
         struct ds_counters last;
 };
 
@@ -68,6 +74,9 @@ void ds_report_finish(struct ds_report *report, struct ds_result *result);
 /* Like ds_report_finish, with an end time the caller measured (e.g. the last byte). */
 void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_result *result);
 
+/* Fills result's MB_per_s and Gbit_per_s from its bytes and seconds (0 for no time). */
+void ds_result_rates(struct ds_result *result);
+
 /* Prints the final result: one JSON object (with extra members, if extra is non-NULL) or,
  * in text mode, one summary line. */
 void ds_report_print(const struct ds_report *report, const struct ds_result *result,
@@ -83,5 +92,10 @@ int ds_report_ticker_start(struct ds_report *report, struct ds_report_ticker **t
 /* Ends the thread at once, not at its next report, and frees ticker (NULL: nothing to do).
  * Call it before ds_report_finish. */
 void ds_report_ticker_stop(struct ds_report_ticker *ticker);
+
+/* The figures of a result as members of the open JSON object: messages, bytes, seconds,
+ * MB_per_s, Gbit_per_s, cpu_user_s, cpu_sys_s and errors, as every report has them; for
+ * a result nested in another (blast's "sink"). */
+void ds_report_json_figures(struct ds_json *json, const struct ds_result *result);
 
 #endif
