@@ -14,7 +14,6 @@
 #include <dragstrip/cli.h>
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
-#include <dragstrip/json.h>
 #include <dragstrip/live.h>
 #include <dragstrip/pace.h>
 #include <dragstrip/report.h>
@@ -23,6 +22,7 @@
 
 #include "listing.h"
 #include "modee.h"
+#include "summary.h"
 #include "transfer.h"
 #include "tree.h"
 #include "url.h"
@@ -49,7 +49,7 @@ static void usage(FILE *out)
                      "                     a report every SEC seconds (a JSON line with --json)\n"
                      "      --resume       continue an interrupted transfer\n"
                      "      --verify       compare the server's HASH with the local file\n"
-                     "      --json         one JSON summary on stdout\n"
+                     "      --json         one JSON object on stdout (ls: the listing in it)\n"
                      "  -q, --quiet        no progress bar\n"
                      "      --netrc FILE   credentials file (default ~/.netrc)\n"
                      "      --timeout SEC  deadline for replies and stalled data (default 30)\n"
@@ -302,62 +302,10 @@ static void *progress_main(void *arg)
         return NULL;
 }
 
-static void report(const struct cli *cli, const struct job_totals *t, double wall_seconds, int rc,
-                   const struct ds_error *err)
-{
-        double seconds = t->seconds;
-        double mbs = seconds > 0 ? (double)t->bytes / seconds / 1e6 : 0;
-
-        if (!cli->json) {
-                if ((rc < 0 && t->failed == 0) || strcmp(cli->op, "ls") == 0)
-                        return;
-                printf("xftp %s: %u file%s, %llu bytes in %.2f s = %.1f MB/s (%u stream%s, "
-                       "%zu-byte blocks)%s",
-                       cli->op, t->files, t->files == 1 ? "" : "s", (unsigned long long)t->bytes,
-                       seconds, mbs, t->streams_used, t->streams_used == 1 ? "" : "s",
-                       cli->job.block, t->verified ? ", verified" : "");
-                if (t->skipped)
-                        printf(", %u already the same", t->skipped);
-                if (t->failed)
-                        printf(", %u failed", t->failed);
-                putchar('\n');
-                return;
-        }
-        struct ds_json json;
-        ds_json_begin(&json, stdout);
-        ds_json_str(&json, "tool", "xftp");
-        ds_json_str(&json, "op", cli->op);
-        ds_json_bool(&json, "ok", rc == 0);
-        if (rc < 0)
-                ds_json_str(&json, "error", err->text);
-        ds_json_u64(&json, "files", t->files);
-        ds_json_u64(&json, "skipped", t->skipped);
-        ds_json_u64(&json, "failed", t->failed);
-        ds_json_u64(&json, "bytes", t->bytes);
-        ds_json_u64(&json, "resumed_bytes", t->resumed_bytes);
-        ds_json_double(&json, "seconds", seconds);
-        ds_json_double(&json, "wall_seconds", wall_seconds);
-        ds_json_double(&json, "MB_per_s", mbs);
-        ds_json_u64(&json, "streams", t->streams_used);
-        ds_json_u64(&json, "block", cli->job.block);
-        ds_json_u64(&json, "verified", t->verified);
-        if (t->verified) {
-                ds_json_str(&json, "hash_algo", ds_hash_name(t->last_algo));
-                ds_json_str(&json, "hash", t->last_hash);
-        }
-        ds_json_bool(&json, "tls", t->tls_version[0] != '\0');
-        if (t->tls_version[0]) {
-                ds_json_str(&json, "tls_version", t->tls_version);
-                ds_json_str(&json, "tls_cipher", t->tls_cipher);
-                ds_json_bool(&json, "ktls", t->tls_kernel);
-        }
-        ds_json_end(&json);
-}
-
-/* -i: lib's reporter prints an interval report (a JSON line with --json) every SEC
- * seconds, from a thread of its own, of the live counters every transfer adds to; without
- * -i nothing starts (NULL). */
-static struct ds_report_ticker *start_intervals(struct ds_report *reporter, const struct cli *cli)
+/* lib's reporter, started with the job: with -i it prints an interval report (a JSON line
+ * with --json) every SEC seconds, from a thread of its own, of the live counters every
+ * transfer adds to (the ticker; NULL without -i); the summary goes through it at the end. */
+static struct ds_report_ticker *start_report(struct ds_report *report, const struct cli *cli)
 {
         struct ds_report_config config = {.tool = "xftp",
                                           .role = cli->op,
@@ -367,11 +315,9 @@ static struct ds_report_ticker *start_intervals(struct ds_report *reporter, cons
                                           .interval_s = cli->interval_s};
         struct ds_report_ticker *ticker;
 
-        if (cli->interval_s == 0)
-                return NULL;
-        ds_report_init(reporter, &config, cli->job.live);
-        ds_report_start(reporter);
-        int rc = ds_report_ticker_start(reporter, &ticker);
+        ds_report_init(report, &config, cli->job.live);
+        ds_report_start(report);
+        int rc = ds_report_ticker_start(report, &ticker);
         if (rc < 0) {
                 fprintf(stderr, "xftp: interval reports: %s\n", strerror(-rc));
                 exit(1);
@@ -459,7 +405,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                         atomic_store(&t->expected_live, (uint64_t)st.st_size);
                 rc = tree_put(&ftp, &more, cli->args, cli->nargs - 1, a.path, &cli->job, t, err);
         } else if (strcmp(op, "ls") == 0) {
-                rc = job_ls(&ftp, a.path, &cli->job, err);
+                rc = job_ls(&ftp, a.path, cli->json, &cli->job, t, err);
         } else {
                 rc = login(&other, &b, cli, err);
                 if (rc == 0) {
@@ -518,8 +464,8 @@ int main(int argc, char **argv)
                     isatty(STDOUT_FILENO);
         if (show && pthread_create(&bar.thread, NULL, progress_main, &bar) != 0)
                 show = false;
-        struct ds_report reporter;
-        struct ds_report_ticker *ticker = start_intervals(&reporter, &cli);
+        struct ds_report report;
+        struct ds_report_ticker *ticker = start_report(&report, &cli);
         uint64_t start = ds_now_ns();
         int rc = run(&cli, &totals, &err);
         double seconds = ds_seconds_between(start, ds_now_ns());
@@ -529,7 +475,19 @@ int main(int argc, char **argv)
                 pthread_join(bar.thread, NULL);
         }
         ds_live_done(live);
-        report(&cli, &totals, seconds, rc, &err);
+        struct summary summary = {.op = cli.op,
+                                  .json = cli.json,
+                                  .job = &cli.job,
+                                  .rate_bps = cli.rate_bps,
+                                  .tls = &cli.tls,
+                                  .args = cli.args,
+                                  .nargs = cli.nargs,
+                                  .totals = &totals,
+                                  .wall_seconds = seconds,
+                                  .rc = rc,
+                                  .error = err.text};
+        summary_print(&report, &summary);
+        free(totals.listing);
         ds_live_close(live);
         if (rc < 0) {
                 /* A stop ends any wait with -EINTR: say so, not what was being waited for. */

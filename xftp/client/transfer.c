@@ -547,16 +547,19 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
         return rc;
 }
 
-int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err)
+int job_ls(struct ftp *ftp, const char *remote, bool facts, const struct job_opts *o,
+           struct job_totals *t, struct ds_error *err)
 {
-        char *text = NULL;
-        size_t len, lines;
-        int rc = transfer_listing(ftp, "LIST", remote, LISTING_MAX, o, &text, &len, &lines, err);
+        size_t lines;
+        uint64_t start_ns = ds_now_ns();
+        bool mlsd = facts && ftp->feat.mlst;
+        int rc = transfer_listing(ftp, mlsd ? "MLSD" : "LIST", remote, LISTING_MAX, o, &t->listing,
+                                  &t->listing_len, &lines, err);
         if (rc < 0)
                 return rc;
-        /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local ones. */
-        listing_show(stdout, text, len, true);
-        free(text);
+        t->listing_facts = mlsd;
+        t->bytes = t->listing_len;
+        t->seconds = ds_seconds_between(start_ns, ds_now_ns());
         return 0;
 }
 

@@ -64,7 +64,10 @@ struct job_totals {
         char current[128];
         char tls_version[16]; /* the control connection's TLS, "" in the clear */
         char tls_cipher[64];
-        bool tls_kernel; /* the data went through kernel TLS */
+        bool tls_kernel;    /* the data went through kernel TLS */
+        char *listing;      /* ls: the server's listing (malloc'd, NUL-terminated) */
+        size_t listing_len; /* its bytes, without the NUL */
+        bool listing_facts; /* it is MLSD's (exact facts), not LIST's (for people) */
 };
 
 /* Downloads remote to local. known is what a listing said of remote (NULL: ask the
@@ -88,8 +91,10 @@ void transfer_settle(struct ftp *ftp, const struct job_opts *o);
 int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t max,
                      const struct job_opts *o, char **text, size_t *len, size_t *lines,
                      struct ds_error *err);
-/* Prints the listing of remote (MLSD where offered, else LIST) on stdout. */
-int job_ls(struct ftp *ftp, const char *remote, const struct job_opts *o, struct ds_error *err);
+/* Reads the listing of remote into t (listing, listing_len, listing_facts; bytes and
+ * seconds): with facts MLSD where the server offers it, else LIST. */
+int job_ls(struct ftp *ftp, const char *remote, bool facts, const struct job_opts *o,
+           struct job_totals *t, struct ds_error *err);
 /* Copies src_path on src to dst_path on dst, the data going from server to server. */
 int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *dst_path,
            const struct job_opts *o, struct job_totals *t, struct ds_error *err);
