@@ -226,7 +226,9 @@ int pair_receive(const struct pair_options *o, struct pair_link *pl, struct pair
         if (rc == 0) {
                 uint64_t lost = ds_seqtrack_lost(track, s->end.messages);
                 struct ds_wire_final final = {.messages = track->unique + track->dup,
-                                              .recv_ns = span[1] - span[0]};
+                                              .recv_ns = span[1] - span[0],
+                                              .cpu_user_us = DS_WIRE_CPU_UNSAID,
+                                              .cpu_sys_us = DS_WIRE_CPU_UNSAID};
                 final.bytes = final.messages * s->hello.msg_size;
                 final.faults[0] = lost;
                 rc = ds_session_finish(s, &final, err);

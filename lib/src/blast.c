@@ -12,6 +12,7 @@
 #include <dragstrip/verify.h>
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,14 +271,31 @@ static uint64_t new_run_id(void)
 }
 
 struct run_totals {
-        struct ds_wire_final sink; /* summed over streams */
+        struct ds_wire_final sink; /* summed over streams; CPU: the sink's whole run */
         uint64_t sink_ns;          /* the slowest stream's receive time */
 };
+
+/* Each stream's FINAL says the sink's CPU over the run so far: the last says it all. A
+ * repeat's figure adds to the others', unless a sink did not say. */
+static void add_cpu(uint64_t *total, uint64_t more, bool same_run)
+{
+        if (*total == DS_WIRE_CPU_UNSAID || more == DS_WIRE_CPU_UNSAID)
+                *total = DS_WIRE_CPU_UNSAID;
+        else
+                *total = same_run ? (more > *total ? more : *total) : *total + more;
+}
+
+static double cpu_seconds(uint64_t us)
+{
+        return us == DS_WIRE_CPU_UNSAID ? NAN : (double)us / 1e6; /* NaN: null in JSON */
+}
 
 /* The sink's side of a repeat, as the reporter's figures. */
 static struct ds_result sink_result(const struct run_totals *t)
 {
-        struct ds_result r = {.seconds = (double)t->sink_ns / 1e9};
+        struct ds_result r = {.seconds = (double)t->sink_ns / 1e9,
+                              .cpu = {.user_s = cpu_seconds(t->sink.cpu_user_us),
+                                      .sys_s = cpu_seconds(t->sink.cpu_sys_us)}};
         r.counters.messages = t->sink.messages;
         r.counters.bytes = t->sink.bytes;
         for (int i = 0; i < DS_FAULT_COUNT; i++)
@@ -441,11 +459,14 @@ static int run_repeat(const struct ds_blast_options *o, struct ds_live *live,
                 if (rc < 0 && interrupted) { /* the sink's counts are lost, not ours */
                         rc = 0;
                         memset(&st->final, 0, sizeof(st->final));
+                        st->final.cpu_user_us = st->final.cpu_sys_us = DS_WIRE_CPU_UNSAID;
                 }
                 totals->sink.messages += st->final.messages;
                 totals->sink.bytes += st->final.bytes;
                 for (int f = 0; f < DS_WIRE_FAULTS; f++)
                         totals->sink.faults[f] += st->final.faults[f];
+                add_cpu(&totals->sink.cpu_user_us, st->final.cpu_user_us, true);
+                add_cpu(&totals->sink.cpu_sys_us, st->final.cpu_sys_us, true);
                 if (st->final.recv_ns > totals->sink_ns)
                         totals->sink_ns = st->final.recv_ns;
         }
@@ -501,6 +522,8 @@ int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop
                 sink_sum.sink.bytes += totals.sink.bytes;
                 for (int f = 0; f < DS_WIRE_FAULTS; f++)
                         sink_sum.sink.faults[f] += totals.sink.faults[f];
+                add_cpu(&sink_sum.sink.cpu_user_us, totals.sink.cpu_user_us, false);
+                add_cpu(&sink_sum.sink.cpu_sys_us, totals.sink.cpu_sys_us, false);
                 sink_sum.sink_ns += totals.sink_ns;
         }
         if (rc == 0 && o.repeat > 1) {

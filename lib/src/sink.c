@@ -433,6 +433,13 @@ static void serve_link(struct peer *p)
                                                    atomic_load(&c->faults[DS_FAULT_CORRUPT]),
                                                    ds_link_malformed(link)};
                 memcpy(final.faults, faults, sizeof(faults));
+                /* The process's CPU over the run so far, as the run's own report counts it:
+                 * runs at once share it. */
+                struct ds_cpu now;
+                ds_cpu_now(&now);
+                struct ds_cpu used = ds_cpu_since(&r->report.start_cpu, &now);
+                final.cpu_user_us = (uint64_t)(used.user_s * 1e6);
+                final.cpu_sys_us = (uint64_t)(used.sys_s * 1e6);
                 res.ended = true;
                 if (ds_session_finish(&s, &final, &err) == 0 && s.ctl_retry)
                         linger(k, &s);

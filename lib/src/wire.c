@@ -129,11 +129,12 @@ enum ds_wire_reject ds_wire_parse(const void *frame, size_t avail, uint32_t max_
 }
 
 /* Fixed sizes of the control payloads; hello and ack end in a variable offer. */
-#define HELLO_FIXED 45
-#define ACK_FIXED   13
-#define CREDIT_LEN  8
-#define END_LEN     16
-#define FINAL_LEN   (8 * (3 + DS_WIRE_FAULTS))
+#define HELLO_FIXED      45
+#define ACK_FIXED        13
+#define CREDIT_LEN       8
+#define END_LEN          16
+#define FINAL_LEN        (8 * (5 + DS_WIRE_FAULTS))
+#define FINAL_NO_CPU_LEN (FINAL_LEN - 16) /* before FINAL carried CPU times */
 
 static size_t encode_hello(const struct ds_wire_hello *h, uint8_t *p)
 {
@@ -234,6 +235,8 @@ size_t ds_wire_ctl_encode(uint8_t type, const union ds_wire_ctl *ctl, void *out,
                 for (unsigned i = 0; i < DS_WIRE_FAULTS; i++)
                         put64(p + 16 + 8 * i, ctl->final.faults[i]);
                 put64(p + 16 + 8 * DS_WIRE_FAULTS, ctl->final.recv_ns);
+                put64(p + 24 + 8 * DS_WIRE_FAULTS, ctl->final.cpu_user_us);
+                put64(p + 32 + 8 * DS_WIRE_FAULTS, ctl->final.cpu_sys_us);
                 return FINAL_LEN;
         default:
                 return 0;
@@ -263,13 +266,18 @@ enum ds_wire_reject ds_wire_ctl_decode(uint8_t type, const void *payload, size_t
                 ctl->end.bytes = get64(p + 8);
                 return DS_WIRE_OK;
         case DS_WIRE_FINAL:
-                if (len != FINAL_LEN)
+                if (len != FINAL_LEN && len != FINAL_NO_CPU_LEN)
                         return DS_WIRE_CTL_BAD;
                 ctl->final.messages = get64(p);
                 ctl->final.bytes = get64(p + 8);
                 for (unsigned i = 0; i < DS_WIRE_FAULTS; i++)
                         ctl->final.faults[i] = get64(p + 16 + 8 * i);
                 ctl->final.recv_ns = get64(p + 16 + 8 * DS_WIRE_FAULTS);
+                bool cpu = len == FINAL_LEN;
+                ctl->final.cpu_user_us =
+                    cpu ? get64(p + 24 + 8 * DS_WIRE_FAULTS) : DS_WIRE_CPU_UNSAID;
+                ctl->final.cpu_sys_us =
+                    cpu ? get64(p + 32 + 8 * DS_WIRE_FAULTS) : DS_WIRE_CPU_UNSAID;
                 return DS_WIRE_OK;
         default:
                 return DS_WIRE_TYPE_BAD;

@@ -401,7 +401,7 @@ def absurd_claims(sink):
     s.sendall(frame(1, b"d" * 4096, 1 << 63))  # a number never sent
     s.sendall(end((1 << 64) - 1, 4096))
     kind, p = read_record(s)
-    counts = struct.unpack(">8Q", p)
+    counts = struct.unpack(">10Q", p)  # FINAL: counts, faults, recv_ns, CPU times
     messages, lost, malformed = counts[0], counts[2], counts[6]
     if kind != 6 or messages != 10 or lost != 0 or malformed < 2:
         fail(f"absurd claims believed: messages {messages} lost {lost} malformed {malformed}")

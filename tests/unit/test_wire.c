@@ -168,13 +168,28 @@ static void test_wire_hello_round_trips_and_checks_fields(void **state)
 static void test_wire_final_and_credit_round_trip(void **state)
 {
         (void)state;
-        union ds_wire_ctl in = {.final = {.messages = 9, .bytes = 90, .recv_ns = 5}}, out;
+        union ds_wire_ctl in = {.final = {.messages = 9,
+                                          .bytes = 90,
+                                          .recv_ns = 5,
+                                          .cpu_user_us = 1234,
+                                          .cpu_sys_us = 56}},
+                          out;
         in.final.faults[4] = 77;
         uint8_t buf[DS_WIRE_CTL_MAX];
         size_t n = ds_wire_ctl_encode(DS_WIRE_FINAL, &in, buf, sizeof(buf));
+        assert_int_equal(n, 80);
         assert_int_equal(ds_wire_ctl_decode(DS_WIRE_FINAL, buf, n, &out), DS_WIRE_OK);
         assert_int_equal(out.final.faults[4], 77);
         assert_int_equal(out.final.recv_ns, 5);
+        assert_int_equal(out.final.cpu_user_us, 1234);
+        assert_int_equal(out.final.cpu_sys_us, 56);
+        /* An older sink's FINAL ends before the CPU times: taken, the CPU unsaid. */
+        assert_int_equal(ds_wire_ctl_decode(DS_WIRE_FINAL, buf, 64, &out), DS_WIRE_OK);
+        assert_int_equal(out.final.recv_ns, 5);
+        assert_true(out.final.cpu_user_us == DS_WIRE_CPU_UNSAID);
+        assert_true(out.final.cpu_sys_us == DS_WIRE_CPU_UNSAID);
+        assert_int_equal(ds_wire_ctl_decode(DS_WIRE_FINAL, buf, 72, &out), DS_WIRE_CTL_BAD);
+        assert_int_equal(ds_wire_ctl_decode(DS_WIRE_FINAL, buf, 81, &out), DS_WIRE_CTL_BAD);
         in.credit.limit = UINT64_MAX;
         n = ds_wire_ctl_encode(DS_WIRE_CREDIT, &in, buf, sizeof(buf));
         assert_int_equal(ds_wire_ctl_decode(DS_WIRE_CREDIT, buf, n, &out), DS_WIRE_OK);

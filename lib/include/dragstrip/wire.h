@@ -127,11 +127,15 @@ struct ds_wire_end {
 
 #define DS_WIRE_FAULTS 5 /* lost, dup, reordered, corrupt, malformed (enum ds_fault) */
 
+#define DS_WIRE_CPU_UNSAID UINT64_MAX /* a FINAL without CPU times (an older sink's) */
+
 struct ds_wire_final {
         uint64_t messages;
         uint64_t bytes;
         uint64_t faults[DS_WIRE_FAULTS];
-        uint64_t recv_ns; /* first to last data message, on the receiver's clock */
+        uint64_t recv_ns;     /* first to last data message, on the receiver's clock */
+        uint64_t cpu_user_us; /* the receiver's CPU since its run began, in us, */
+        uint64_t cpu_sys_us;  /* or DS_WIRE_CPU_UNSAID when it did not say */
 };
 
 union ds_wire_ctl {
