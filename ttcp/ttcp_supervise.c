@@ -32,6 +32,7 @@ int supervise_init(struct ds_report *report)
 
 void supervise_begin(uint64_t start_ns, double duration_s, void (*interrupt)(void *ctx), void *ctx)
 {
+        ds_report_start_at(sup.report, start_ns); /* intervals count from here, not the listen */
         sup.deadline_ns = duration_s > 0 ? start_ns + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
         sup.interrupt = interrupt;
         sup.interrupt_ctx = ctx;

@@ -12,8 +12,9 @@ struct ds_report;
 /* Binds the reporter whose interval lines the supervisor prints. Call once. */
 int supervise_init(struct ds_report *report);
 
-/* Marks the start; duration_s > 0 sets the deadline of -w. On a stop (deadline or signal)
- * interrupt(ctx) is called once, from the supervising thread, to unblock the workers. */
+/* Marks the start, for the reporter too; duration_s > 0 sets the deadline of -w. On a stop
+ * (deadline or signal) interrupt(ctx) is called once, from the supervising thread, to unblock the
+ * workers. */
 void supervise_begin(uint64_t start_ns, double duration_s, void (*interrupt)(void *ctx), void *ctx);
 
 /* Starts a worker thread with SIGINT and SIGTERM blocked, so signals reach the

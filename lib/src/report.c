@@ -42,8 +42,13 @@ static uint64_t interval_ns(const struct ds_report *report)
 
 void ds_report_start(struct ds_report *report)
 {
-        report->start_ns = ds_now_ns();
-        report->unix_minus_monotonic_ns = (int64_t)(ds_unix_now_ns() - report->start_ns);
+        ds_report_start_at(report, ds_now_ns());
+}
+
+void ds_report_start_at(struct ds_report *report, uint64_t start_ns)
+{
+        report->start_ns = start_ns;
+        report->start_unix_ns = ds_unix_now_ns() - (ds_now_ns() - start_ns);
         report->last_ns = report->start_ns;
         report->next_ns =
             report->config.interval_s > 0 ? report->start_ns + interval_ns(report) : UINT64_MAX;
@@ -89,9 +94,7 @@ static void json_identity(struct ds_json *json, const struct ds_report *report)
         ds_json_str(json, "role", c->role);
         ds_json_str(json, "link", c->link);
         ds_json_str(json, "version", DS_VERSION);
-        ds_json_str(json, "start",
-                    ds_utc_format(start, sizeof(start),
-                                  report->start_ns + (uint64_t)report->unix_minus_monotonic_ns));
+        ds_json_str(json, "start", ds_utc_format(start, sizeof(start), report->start_unix_ns));
         ds_json_u64(json, "msg_size", c->msg_size);
 }
 

@@ -335,6 +335,29 @@ static void test_report_interval_lines_are_json_with_the_interval_bytes(void **s
         assert_int_equal(jc_find(&doc, "cpu_user_s")->type, 'n');
 }
 
+static void test_report_start_at_dates_every_object_from_the_run_begun_earlier(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result;
+        struct jc_doc doc;
+        const uint64_t early_ns = 3000000000u; /* the run began 3 s before it was known */
+
+        start_report(f, &report, true, 0, 0);
+        uint64_t before_ns = ds_unix_now_ns();
+        uint64_t now = ds_now_ns();
+        ds_report_start_at(&report, now - early_ns);
+        uint64_t after_ns = ds_unix_now_ns();
+        ds_report_finish_at(&report, now, &result);
+        assert_true(result.seconds == 3.0);
+        ds_report_print(&report, &result, NULL, NULL);
+        const char *text = written(f);
+        if (!jc_parse_line(text, &doc))
+                fail_msg("not one JSON line: %s", text);
+        assert_start_between(jc_find(&doc, "start")->value, before_ns - early_ns,
+                             after_ns - early_ns);
+}
+
 static void test_report_finish_guards_a_zero_length_run(void **state)
 {
         struct fixture *f = *state;
@@ -414,6 +437,9 @@ int main(void)
                 test_report_ticks_once_per_interval_and_merges_missed_ones, setup, teardown),
             cmocka_unit_test_setup_teardown(
                 test_report_interval_lines_are_json_with_the_interval_bytes, setup, teardown),
+            cmocka_unit_test_setup_teardown(
+                test_report_start_at_dates_every_object_from_the_run_begun_earlier, setup,
+                teardown),
             cmocka_unit_test_setup_teardown(test_report_finish_guards_a_zero_length_run, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_report_ticker_reports_each_interval_until_stopped,

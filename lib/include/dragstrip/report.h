@@ -45,8 +45,8 @@ struct ds_result {
 struct ds_report {
         struct ds_report_config config;
         const struct ds_live_segment *live;
-        uint64_t start_ns;               /* a caller may move it to when the run really began */
-        int64_t unix_minus_monotonic_ns; /* read at ds_report_start: start_ns as a date */
+        uint64_t start_ns;      /* a caller may move it to when the data really began */
+        uint64_t start_unix_ns; /* the run's start as a date, for every object alike */
         uint64_t last_ns;
         uint64_t next_ns;
         struct ds_cpu start_cpu;
@@ -61,6 +61,10 @@ void ds_report_init(struct ds_report *report, const struct ds_report_config *con
 
 /* Marks time zero and the CPU used so far. */
 void ds_report_start(struct ds_report *report);
+
+/* The same with time zero at start_ns, a ds_now_ns() reading not long past (when the
+ * connection came, say), for a tool that knows when its run began only once it has. */
+void ds_report_start_at(struct ds_report *report, uint64_t start_ns);
 
 /* When the next interval report is due (CLOCK_MONOTONIC ns), or UINT64_MAX without -i. */
 uint64_t ds_report_next_due(const struct ds_report *report);
