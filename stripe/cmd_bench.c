@@ -11,8 +11,8 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
-#include <dragstrip/json.h>
 #include <dragstrip/pool.h>
+#include <dragstrip/report.h>
 #include <dragstrip/size.h>
 
 #include "crc32c_int.h"
@@ -27,9 +27,13 @@ struct bench_run {
 struct bench {
         const struct stripe_cmd *cmd;
         struct ds_live *live;
+        struct ds_report report; /* the whole bench: every run's bytes, its CPU */
         struct progress progress;
         uint64_t left;
         char name[64];
+        const char *during; /* the run a signal cut short, or NULL */
+        const struct bench_run *runs;
+        unsigned ndirs;
 };
 
 static int synthetic_source(void *buf, size_t room, size_t *len, void *ctx, struct ds_error *err)
@@ -127,17 +131,67 @@ static int bench_read(struct bench *b, const char *const *dirs, unsigned ndirs,
         return rc ? rc : crc;
 }
 
+static void bench_params(struct ds_json *json, void *ctx)
+{
+        const struct bench *b = ctx;
+        ds_json_str(json, "dirs", b->cmd->args[0]);
+        ds_json_u64(json, "size", b->cmd->size);
+        ds_json_u64(json, "mem", b->cmd->mem);
+        ds_json_bool(json, "direct", !b->cmd->no_direct);
+}
+
+/* Striped over the mean single disk, writing and reading. */
+static void speedups(const struct bench *b, double *write, double *read)
+{
+        double mean_write = 0, mean_read = 0;
+        for (unsigned i = 0; i < b->ndirs; i++) {
+                mean_write += b->runs[i].write_MBps / b->ndirs;
+                mean_read += b->runs[i].read_MBps / b->ndirs;
+        }
+        *write = b->runs[b->ndirs].write_MBps / mean_write;
+        *read = b->runs[b->ndirs].read_MBps / mean_read;
+}
+
+/* The comparison, or where a signal cut the bench short. */
+static void bench_extra(struct ds_json *json, void *ctx)
+{
+        const struct bench *b = ctx;
+        ds_json_u64(json, "unit", b->cmd->unit ? b->cmd->unit : DS_STRIPE_DEFAULT_UNIT);
+        ds_json_bool(json, "checksums", !b->cmd->no_checksum);
+        ds_json_str(json, "crc32c", crc32c_chosen()->name);
+        if (b->during) {
+                ds_json_str(json, "during", b->during);
+                return;
+        }
+        double write_speedup, read_speedup;
+        speedups(b, &write_speedup, &read_speedup);
+        for (unsigned i = 0; i <= b->ndirs; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), i < b->ndirs ? "disk%u" : "striped", i);
+                ds_json_open(json, key);
+                ds_json_str(json, "dirs", b->runs[i].label);
+                ds_json_double(json, "write_MB_per_s", b->runs[i].write_MBps);
+                ds_json_double(json, "read_MB_per_s", b->runs[i].read_MBps);
+                ds_json_close(json);
+        }
+        ds_json_double(json, "write_speedup", write_speedup);
+        ds_json_double(json, "read_speedup", read_speedup);
+}
+
+static void print_json(struct bench *b)
+{
+        struct ds_result result;
+        ds_report_finish(&b->report, &result);
+        result.interrupted = b->during != NULL;
+        ds_report_print(&b->report, &result, bench_extra, b);
+}
+
 /* A signal ends the bench between or inside runs: no figures to compare, only where. */
 _Noreturn static void bench_interrupted(struct bench *b, const char *label)
 {
         if (b->cmd->json) {
-                struct ds_json json;
-                ds_json_begin(&json, stdout);
-                ds_json_str(&json, "tool", "stripe");
-                ds_json_str(&json, "role", "bench");
-                ds_json_bool(&json, "interrupted", true);
-                ds_json_str(&json, "during", label);
-                ds_json_end(&json);
+                b->during = label;
+                print_json(b);
         } else {
                 printf("stripe bench: interrupted by signal %d during %s\n", ds_stop_signal(),
                        label);
@@ -170,51 +224,28 @@ static void bench_one(struct bench *b, const char *const *dirs, unsigned ndirs,
         run->read_MBps = (double)b->cmd->size / 1e6 / read_s;
 }
 
-static void print_results(const struct bench *b, const struct bench_run *runs, unsigned ndirs)
+static void print_results(struct bench *b)
 {
-        const struct bench_run *striped = &runs[ndirs];
-        double mean_write = 0, mean_read = 0;
+        const struct bench_run *runs = b->runs;
+        double write_speedup, read_speedup;
         char size[32], unit[32];
 
-        for (unsigned i = 0; i < ndirs; i++) {
-                mean_write += runs[i].write_MBps / ndirs;
-                mean_read += runs[i].read_MBps / ndirs;
-        }
-        ds_size_format(size, sizeof(size), b->cmd->size);
-        ds_size_format(unit, sizeof(unit), b->cmd->unit ? b->cmd->unit : DS_STRIPE_DEFAULT_UNIT);
         if (b->cmd->json) {
-                struct ds_json json;
-                ds_json_begin(&json, stdout);
-                ds_json_str(&json, "tool", "stripe");
-                ds_json_str(&json, "role", "bench");
-                ds_json_str(&json, "link", "disk");
-                ds_json_u64(&json, "bytes", b->cmd->size);
-                ds_json_u64(&json, "unit", b->cmd->unit ? b->cmd->unit : DS_STRIPE_DEFAULT_UNIT);
-                ds_json_bool(&json, "checksums", !b->cmd->no_checksum);
-                ds_json_str(&json, "crc32c", crc32c_chosen()->name);
-                for (unsigned i = 0; i <= ndirs; i++) {
-                        char key[32];
-                        snprintf(key, sizeof(key), i < ndirs ? "disk%u" : "striped", i);
-                        ds_json_open(&json, key);
-                        ds_json_str(&json, "dirs", runs[i].label);
-                        ds_json_double(&json, "write_MB_per_s", runs[i].write_MBps);
-                        ds_json_double(&json, "read_MB_per_s", runs[i].read_MBps);
-                        ds_json_close(&json);
-                }
-                ds_json_double(&json, "write_speedup", striped->write_MBps / mean_write);
-                ds_json_double(&json, "read_speedup", striped->read_MBps / mean_read);
-                ds_json_end(&json);
+                print_json(b);
                 return;
         }
+        speedups(b, &write_speedup, &read_speedup);
+        ds_size_format(size, sizeof(size), b->cmd->size);
+        ds_size_format(unit, sizeof(unit), b->cmd->unit ? b->cmd->unit : DS_STRIPE_DEFAULT_UNIT);
         printf("stripe bench: %s per run, unit %s, data checksums %s (CRC-32C by %s), "
                "MB = 10^6 bytes\n",
                size, unit, b->cmd->no_checksum ? "off" : "on", crc32c_chosen()->name);
         printf("  %-40s %12s %12s\n", "directories", "write MB/s", "read MB/s");
-        for (unsigned i = 0; i <= ndirs; i++)
+        for (unsigned i = 0; i <= b->ndirs; i++)
                 printf("  %-40s %12.1f %12.1f\n", runs[i].label, runs[i].write_MBps,
                        runs[i].read_MBps);
-        printf("  %-40s %11.2fx %11.2fx\n", "striped / mean single disk",
-               striped->write_MBps / mean_write, striped->read_MBps / mean_read);
+        printf("  %-40s %11.2fx %11.2fx\n", "striped / mean single disk", write_speedup,
+               read_speedup);
 }
 
 int cmd_bench(const struct stripe_cmd *cmd)
@@ -231,7 +262,19 @@ int cmd_bench(const struct stripe_cmd *cmd)
         if (ds_live_open(&b.live, "stripe", "bench", "disk", NULL, &err) != 0)
                 errx(1, "bench: %s", err.text);
         ds_live_set_msg_size(b.live, cmd->unit ? cmd->unit : DS_STRIPE_DEFAULT_UNIT);
+        struct ds_report_config config = {.tool = "stripe",
+                                          .role = "bench",
+                                          .link = "disk",
+                                          .msg_size =
+                                              cmd->unit ? cmd->unit : DS_STRIPE_DEFAULT_UNIT,
+                                          .json = cmd->json,
+                                          .params = bench_params,
+                                          .params_ctx = &b};
+        ds_report_init(&b.report, &config, ds_live_segment(b.live));
+        b.runs = runs;
+        b.ndirs = ndirs;
         ds_live_start(b.live);
+        ds_report_start(&b.report);
         for (unsigned i = 0; i < ndirs; i++) {
                 runs[i].label = dirs[i];
                 bench_one(&b, (const char *const *)&dirs[i], 1, &runs[i]);
@@ -242,7 +285,7 @@ int cmd_bench(const struct stripe_cmd *cmd)
         else
                 runs[ndirs] = runs[0];
         ds_live_done(b.live);
-        print_results(&b, runs, ndirs);
+        print_results(&b);
         ds_live_close(b.live);
         free(runs);
         free(dirs);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One result schema for every tool: the --json objects of ttcp (both ends, TCP and UDP),
-# blast and sink, stripe put and get, xftp get, put and ls (against xftpd on loopback),
+# blast and sink, stripe put, get and bench, xftp get, put and ls (against xftpd on loopback),
 # final and interval objects alike, each checked against docs/result.schema.json.
 . "$(dirname "$0")/xftp_lib.sh"
 command -v jq >/dev/null || fail "jq is not installed"
@@ -86,6 +86,8 @@ check "stripe put" "$work/put.json"
 "$stripe" get --json "$work/d0,$work/d1" f - 2>"$work/get.json" | cmp -s - "$work/src" ||
 	fail "stripe get: the data differs"
 check "stripe get" "$work/get.json"
+"$stripe" bench --json -s 1M "$work/d0,$work/d1" >"$work/bench.json" || fail "stripe bench --json"
+check "stripe bench" "$work/bench.json"
 
 # xftp get, put and ls against xftpd.
 root=$work/xs
