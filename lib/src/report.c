@@ -3,6 +3,7 @@
 
 #include <dragstrip/size.h>
 
+#include <math.h>
 #include <string.h>
 
 #define RATE_TEXT 64
@@ -197,12 +198,14 @@ static void print_text(const struct ds_report *report, const struct ds_result *r
         const struct ds_counters *n = &result->counters;
         char rate[RATE_TEXT], size[32];
 
-        fprintf(c->out,
-                "%s-%s: %llu bytes in %.3f s = %s, %llu messages of %s, cpu %.2fs user %.2fs sys",
-                c->tool, c->role, (unsigned long long)n->bytes, result->seconds,
+        fprintf(c->out, "%s-%s: %llu bytes in %.3f s = %s, %llu messages of %s, ", c->tool, c->role,
+                (unsigned long long)n->bytes, result->seconds,
                 ds_rate_format(rate, sizeof(rate), n->bytes, result->seconds, c->unit),
-                (unsigned long long)n->messages, ds_size_format(size, sizeof(size), c->msg_size),
-                result->cpu.user_s, result->cpu.sys_s);
+                (unsigned long long)n->messages, ds_size_format(size, sizeof(size), c->msg_size));
+        if (isfinite(result->cpu.user_s) && isfinite(result->cpu.sys_s))
+                fprintf(c->out, "cpu %.2fs user %.2fs sys", result->cpu.user_s, result->cpu.sys_s);
+        else /* a peer that did not say (NaN, null in JSON) */
+                fputs("cpu unknown", c->out);
 
         bool any_fault = false;
         for (int i = 0; i < DS_FAULT_COUNT; i++)

@@ -1,4 +1,5 @@
 /* The reporter: final JSON fields and order, the text line, interval reports, the ticker. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -219,6 +220,20 @@ static void test_report_marks_an_interrupted_run_in_text_and_json(void **state)
         assert_non_null(strstr(written(f), "\"interrupted\":true"));
 }
 
+static void test_report_cpu_a_peer_did_not_say_is_unknown_and_null(void **state)
+{
+        struct fixture *f = *state;
+        struct ds_report report;
+        struct ds_result result = {.seconds = 1, .cpu = {.user_s = NAN, .sys_s = NAN}};
+
+        start_report(f, &report, false, 0, 0);
+        ds_report_print(&report, &result, NULL, NULL);
+        assert_non_null(strstr(written(f), " messages of 64K, cpu unknown\n"));
+        start_report(f, &report, true, 0, 0);
+        ds_report_print(&report, &result, NULL, NULL);
+        assert_non_null(strstr(written(f), "\"cpu_user_s\":null,\"cpu_sys_s\":null"));
+}
+
 static void test_report_text_lists_errors_only_when_there_are_some(void **state)
 {
         struct fixture *f = *state;
@@ -426,6 +441,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_report_text_line_names_bytes_rate_messages_and_cpu,
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_report_marks_an_interrupted_run_in_text_and_json,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_report_cpu_a_peer_did_not_say_is_unknown_and_null,
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_report_text_lists_errors_only_when_there_are_some,
                                             setup, teardown),

@@ -36,7 +36,7 @@ struct ds_report_config {
 struct ds_result {
         struct ds_counters counters;
         double seconds;
-        struct ds_cpu cpu; /* used during the run */
+        struct ds_cpu cpu; /* used during the run; NaN: a peer that did not say */
         double MB_per_s;
         double Gbit_per_s;
         bool interrupted; /* a signal cut the run short: these are its figures so far */
