@@ -301,17 +301,23 @@ static int receive_loop(struct udp_run *run, struct receive_state *st)
 {
         struct iovec iov[BATCH];
         struct mmsghdr msgs[BATCH];
+        struct sockaddr_storage first_from; /* who sent a batch's first datagram */
 
         for (unsigned i = 0; i < BATCH; i++) {
                 iov[i] = (struct iovec){run->bufs.buf[i], TTCP_UDP_MAX_DGRAM};
                 msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
         }
+        msgs[0].msg_hdr.msg_name = &first_from;
         while (!atomic_load(&ttcp_stop)) {
+                msgs[0].msg_hdr.msg_namelen = sizeof first_from;
                 int got = recvmmsg(run->fd, msgs, BATCH, MSG_DONTWAIT, NULL);
                 uint64_t now = ds_now_ns();
 
                 if (got < 0 && errno != EAGAIN && errno != EINTR)
                         return ds_fail(&run->err, -errno, "receive");
+                if (got > 0 && !run->out->peer[0]) /* the peer, named as TCP's are */
+                        ds_net_format((struct sockaddr *)&first_from, msgs[0].msg_hdr.msg_namelen,
+                                      run->out->peer, sizeof run->out->peer);
                 if (got > 0)
                         run->out->io_calls++; /* one recvmmsg, up to BATCH datagrams */
                 for (int i = 0; i < got; i++)

@@ -56,6 +56,10 @@ wait_listening 5002 udp
 wait $pid || fail "ttcp -r -u: $(cat "$work/udp-r.err")"
 check "ttcp -t -u" "$work/udp-t.json"
 check "ttcp -r -u" "$work/udp-r.json"
+jq -e '.peer == "127.0.0.1:5002"' "$work/udp-t.json" >/dev/null &&
+	jq -e '.peer | test("^127\\.0\\.0\\.1:[0-9]+$")' "$work/udp-r.json" >/dev/null ||
+	fail "UDP peers: $(cat "$work/udp-t.json" "$work/udp-r.json")"
+pass "ttcp over UDP names its peer as host:port on both ends"
 
 # blast and sink: two repeats and their summary, intervals, the sink's figures nested.
 "$sink" -x tcp -p 5050 -i 0.2 --json >"$work/sink.json" 2>"$work/sink.err" &
