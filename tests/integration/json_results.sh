@@ -84,9 +84,9 @@ pass "blast's sink object has the sink's rates and CPU"
 # stripe put and get (the get's report on stderr, its data on stdout).
 mkdir -p "$work"/d0 "$work"/d1
 make_file "$work/src" 3000000
-"$stripe" put --json "$work/src" "$work/d0,$work/d1" f >"$work/put.json" ||
+"$stripe" put --json -i 0.1 -R 80M "$work/src" "$work/d0,$work/d1" f >"$work/put.json" ||
 	fail "stripe put --json"
-check "stripe put" "$work/put.json"
+check "stripe put -i" "$work/put.json" --intervals 2
 "$stripe" get --json "$work/d0,$work/d1" f - 2>"$work/get.json" | cmp -s - "$work/src" ||
 	fail "stripe get: the data differs"
 check "stripe get" "$work/get.json"
@@ -100,11 +100,12 @@ url=ftp://bob:secret@127.0.0.1:2121
 make_file "$root/a.bin" 5000000
 mkdir "$root/sub"
 chown nobody "$root/a.bin" "$root/sub"
-"$xftp" --json get "$url/a.bin" "$work/a.bin" >"$work/xget.json" || fail "xftp get"
+"$xftp" --json -i 0.1 -R 80M get "$url/a.bin" "$work/a.bin" >"$work/xget.json" ||
+	fail "xftp get"
 same "$root/a.bin" "$work/a.bin" "xftp get"
-check "xftp get" "$work/xget.json"
-jq -e '.role == "get" and .link == "tcp" and .bytes == 5000000 and .ok' "$work/xget.json" \
-	>/dev/null || fail "xftp get: $(cat "$work/xget.json")"
+check "xftp get -i" "$work/xget.json" --intervals 2
+jq -se '.[-1] | .role == "get" and .link == "tcp" and .bytes == 5000000 and .ok' \
+	"$work/xget.json" >/dev/null || fail "xftp get: $(cat "$work/xget.json")"
 "$xftp" --json -P 2 put "$work/a.bin" "$url/b.bin" >"$work/xput.json" || fail "xftp put"
 same "$work/a.bin" "$root/b.bin" "xftp put"
 check "xftp put" "$work/xput.json"
