@@ -21,17 +21,24 @@ PY
 	uploader=$!
 }
 
+# part_name NAME [USER]: the partial of NAME that USER's uploads write, as the store names
+# it (FNV-1a of the name, a dot, of the user); without USER, the stem all of them share.
+part_name() {
+	python3 -c '
+import sys
+def fnv(text):
+    h = 0xcbf29ce484222325
+    for b in text.encode() + b"\0":
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
+print(".xftpd-part.%s.%s" % (fnv(sys.argv[1]), fnv(sys.argv[2]) if len(sys.argv) > 2 else ""))' "$@"
+}
+
 # await_partial NAME BYTES: until the resume point of a partial upload of NAME begun
 # after the last call passes BYTES.
 await_partial() {
 	local mark f stem
-	# The partials of a name start with a hash of it (FNV-1a, as the store names them).
-	stem=$(python3 -c '
-import sys
-h = 0xcbf29ce484222325
-for b in sys.argv[1].encode() + b"\0":
-    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
-print(".xftpd-part.%016x." % h)' "$1")
+	stem=$(part_name "$1")
 	for _ in $(seq 300); do
 		for f in "$work/root/$stem"*.len; do
 			[ "$f" -nt "$work/since" ] || continue
@@ -180,6 +187,28 @@ for f in "$work/root"/.xftpd-part.* "$work/root/alloc-e.bin"; do
 	[ "$held" -le 1048576 ] || fail "$f holds $held bytes of disk past its data after ALLO 1 GiB"
 done
 pass "ALLO: an upload shorter than announced holds no disk past its data"
+
+# What a local user puts at a partial's name is not the server's to write: a FIFO, a
+# directory, a second link to someone's file. PSIZ and STOR refuse it at once (550).
+fifo=$work/root/$(part_name fifo.bin "$user")
+mkfifo -m 666 "$fifo"
+mkdir "$work/root/$(part_name dir.bin "$user")"
+echo "not the server's" >"$work/victim"
+[ "$(id -u)" -ne 0 ] || chown nobody "$work/victim"
+ln "$work/victim" "$work/root/$(part_name linked.bin "$user")"
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "a FIFO, a directory or a link at a partial's name"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]), timeout=10)
+c.login(sys.argv[3], sys.argv[4])
+for name in ('fifo.bin', 'dir.bin', 'linked.bin'):
+    c.expect(550, 'PSIZ ' + name)
+    assert c.data('STOR ' + name) == 550, name
+PY
+[ -p "$fifo" ] && [ "$(cat "$work/victim")" = "not the server's" ] &&
+	[ ! -e "$work/root/linked.bin" ] || fail "an upload wrote what a local user put at its partial's name"
+pass "a FIFO, a directory or a second link at a partial's name: PSIZ and STOR answer 550, nothing written"
 
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin

@@ -212,6 +212,16 @@ static bool still_named(int parent, const char *part, int fd)
                S_ISREG(held.st_mode) && named.st_ino == held.st_ino && named.st_dev == held.st_dev;
 }
 
+/* Whether fd may be written as the store's own file: a regular file of one link. A FIFO
+ * or directory a local user put at its name is none, and a second link to someone's file
+ * is not the store's to cut. Returns 0 or -EPERM. */
+static int own_file(int fd)
+{
+        struct stat sb;
+
+        return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink <= 1 ? 0 : -EPERM;
+}
+
 /* Removes the partial whose file (or resume point's file) is entry, unless an upload
  * holds it: its lock is taken as an upload takes it, without waiting. A resume point whose
  * partial is gone (a commit cut between its rename and the point's removal) goes too.
@@ -393,6 +403,8 @@ static int lock_partial(int parent, const char *part, int op, bool *created)
                                 continue; /* committed or removed since: make it afresh */
                         return -errno;
                 }
+                if (own_file(fd) < 0)
+                        return close_keep(fd, -EPERM);
                 if (flock(fd, op | LOCK_NB) == 0) {
                         if (still_named(parent, part, fd))
                                 return fd;
@@ -447,9 +459,12 @@ static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
                 file->unmarked = prefix_end;
                 return;
         }
-        if (file->mark_fd < 0)
+        if (file->mark_fd < 0) {
                 file->mark_fd = openat(file->parent_fd, file->mark,
                                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (file->mark_fd >= 0 && own_file(file->mark_fd) < 0)
+                        file->mark_fd = close_keep(file->mark_fd, -1);
+        }
         /* One small write per block: the resume point survives a kill of the server. */
         snprintf(text, sizeof(text), "%020" PRIu64 "\n", prefix_end);
         if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
