@@ -210,6 +210,117 @@ PY
 	[ ! -e "$work/root/linked.bin" ] || fail "an upload wrote what a local user put at its partial's name"
 pass "a FIFO, a directory or a second link at a partial's name: PSIZ and STOR answer 550, nothing written"
 
+# A commit or DELE frees a partial's name only once its resume point is gone: an upload
+# of the same name begun the moment the name is free keeps a resume point of its own.
+# strace holds each unlinkat of the committing or deleting session 1.5 s, so the second
+# upload writes its resume point inside that gap; it is then resumed to identical bytes.
+command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
+python3 - "$port" "$raw" "$user" "$pass" "$xftpd_pid" "$work/root" "$(part_name del.bin "$user")" <<'PY' ||
+import os, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, server, root, partial = int(sys.argv[1]), sys.argv[5], sys.argv[6], sys.argv[7]
+
+def login():
+    c = Ctl(port)
+    c.login(sys.argv[3], sys.argv[4])
+    return c
+
+def traced_login():
+    """A session whose every unlinkat strace holds 1.5 s: (its Ctl, the tracer)."""
+    def sessions():
+        out = subprocess.run(['pgrep', '-P', server], capture_output=True, text=True).stdout
+        return set(out.split())
+    before = sessions()
+    c = login()
+    mine = sessions() - before
+    assert len(mine) == 1, 'cannot tell the session from %s' % mine
+    pid = mine.pop()
+    tracer = subprocess.Popen(['strace', '-f', '-qq', '-o', '/dev/null', '-p', pid, '-e',
+                               'trace=unlinkat', '-e', 'inject=unlinkat:delay_enter=1500000'])
+    for _ in range(100):
+        if 'TracerPid:\t0\n' not in open('/proc/%s/status' % pid).read():
+            break
+        time.sleep(0.05)
+    return c, tracer
+
+def in_background(fn):
+    replies = []
+    thread = threading.Thread(target=lambda: replies.append(fn()))
+    thread.start()
+    return thread, replies
+
+def await_path(path, present):
+    for _ in range(1000):
+        if os.path.exists(path) == present:
+            return
+        time.sleep(0.01)
+    raise AssertionError('%s never %s' % (path, 'came' if present else 'went'))
+
+def resume(c, name, data):
+    at = int(c.expect(213, 'PSIZ ' + name).split()[1])
+    assert 0 < at < len(data), at
+    c.expect(350, 'REST %d' % at)
+    assert c.pasv_put('STOR ' + name, data[at:]) == 226
+    assert open(root + '/' + name, 'rb').read() == data, name + ' is not the bytes sent'
+
+# A second upload that ends short (451, kept for REST) while the first commits.
+first, tracer = traced_login()
+thread, replies = in_background(lambda: first.pasv_put('STOR race.bin', os.urandom(9000000)))
+await_path(root + '/race.bin', True)
+second = login()
+data = os.urandom(12000000)
+second.expect(200, 'ALLO %d' % len(data))
+assert second.pasv_put('STOR race.bin', data[:9000000]) == 451
+thread.join()
+tracer.terminate()
+tracer.wait()
+assert replies == [226], replies
+resume(second, 'race.bin', data)
+
+# A second upload that runs while DELE removes the partial it will replace.
+first = login()
+first.expect(200, 'ALLO 4000000')
+assert first.pasv_put('STOR del.bin', b'd' * 3000000) == 451
+deleter, tracer = traced_login()
+thread, replies = in_background(lambda: deleter.send('DELE del.bin') or deleter.reply()[0])
+await_path(root + '/' + partial, False)
+second = login()
+second.expect(200, 'ALLO %d' % len(data))
+conns = second.data('STOR del.bin')
+conns[0].sendall(data[:9000000])
+thread.join()
+tracer.terminate()
+tracer.wait()
+conns[0].close()
+second.expect(451)
+resume(second, 'del.bin', data)
+PY
+	fail "an upload beside a commit or DELE of its name"
+pass "an upload begun as another of its name commits keeps its resume point; resumed, identical bytes"
+pass "an upload begun as DELE removes its name's partial keeps its resume point; resumed, identical bytes"
+
+# A commit that cannot rename (a directory took the name meanwhile) keeps the upload for
+# REST, resume point and all.
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "a commit whose rename fails"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+def login():
+    c = Ctl(int(sys.argv[1]))
+    c.login(sys.argv[3], sys.argv[4])
+    return c
+uploader, other = login(), login()
+conns = uploader.data('STOR clash.bin')
+conns[0].sendall(b'c' * 2500000)
+other.expect(257, 'MKD clash.bin')
+conns[0].sendall(b'c' * 2500000)
+conns[0].close()
+uploader.expect(451)
+assert uploader.expect(213, 'PSIZ clash.bin') == '213 5000000'
+PY
+pass "a commit whose rename fails keeps the upload and its resume point for REST"
+
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin
 await_partial t.bin 1000000

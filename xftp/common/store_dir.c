@@ -224,29 +224,34 @@ static int own_file(int fd)
 
 /* Removes the partial whose file (or resume point's file) is entry, unless an upload
  * holds it: its lock is taken as an upload takes it, without waiting. A resume point whose
- * partial is gone (a commit cut between its rename and the point's removal) goes too.
+ * partial is gone (left by an older server's commit cut short, or a partial removed by
+ * hand) goes too, under the lock of a partial made again for that: the name free, an
+ * upload of it may have just written a resume point of its own there.
  * Returns 1 when it removed a partial, 0 when there was none, -EBUSY when an upload holds it. */
 static int remove_partial(int dir_fd, const char *entry)
 {
         char part[80], mark[sizeof(part) + 4];
         size_t len = strlen(entry);
         bool is_mark = len > 4 && strcmp(entry + len - 4, ".len") == 0;
+        struct stat sb;
 
         if (len >= sizeof(part))
                 return 0;
         snprintf(part, sizeof(part), "%.*s", (int)(is_mark ? len - 4 : len), entry);
         snprintf(mark, sizeof(mark), "%s.len", part);
         int fd = openat(dir_fd, part, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
-                unlinkat(dir_fd, mark, 0);
+        bool orphan =
+            fd < 0 && errno == ENOENT && fstatat(dir_fd, mark, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        if (orphan)
+                fd = openat(dir_fd, part, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return 0; /* gone, or not ours to judge (a directory, a link): left alone */
         if (flock(fd, LOCK_EX | LOCK_NB) != 0)
                 return close_keep(fd, -EBUSY);
         int removed = 0;
         if (still_named(dir_fd, part, fd)) {
-                removed = unlinkat(dir_fd, part, 0) == 0;
-                unlinkat(dir_fd, mark, 0);
+                unlinkat(dir_fd, mark, 0); /* first, as in dir_commit */
+                removed = unlinkat(dir_fd, part, 0) == 0 && !orphan;
         }
         return close_keep(fd, removed);
 }
@@ -598,11 +603,19 @@ static int dir_commit(struct ds_store_file *base)
 
         if (rc < 0)
                 return rc;
+        /* The resume point goes while the partial holds its name: once the name is free,
+         * the next upload of it may write a resume point of its own there. Should the
+         * rename fail, the upload is kept for REST and its closing writes the point anew. */
+        if (file->mark_fd >= 0) {
+                unlinkat(file->parent_fd, file->mark, 0);
+                file->mark_fd = close_keep(file->mark_fd, -1);
+                file->unmarked = file->marked > file->unmarked ? file->marked : file->unmarked;
+                file->marked = 0;
+                file->first_unmarked = false;
+        }
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
         file->committed = true;
-        if (file->mark_fd >= 0)
-                unlinkat(file->parent_fd, file->mark, 0);
         return fsync(file->parent_fd) < 0 ? -errno : 0;
 }
 
@@ -617,8 +630,8 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
                 dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
         if (file->upload && !file->committed && file->fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
+                unlinkat(file->parent_fd, file->mark, 0); /* first, as in dir_commit */
                 unlinkat(file->parent_fd, file->part, 0);
-                unlinkat(file->parent_fd, file->mark, 0);
         }
         for (int *fd = &file->fd; fd <= &file->mark_fd; fd++)
                 if (*fd >= 0)
