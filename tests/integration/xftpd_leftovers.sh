@@ -101,6 +101,19 @@ grep -q '^DELE y.bin -> 250' "$work/out" || fail "DELE of a partial's name: $(ca
 [ "$(parts "$work/root" '.xftpd-part.*')" -eq 0 ] || fail "partials of y.bin left: $(ls -a "$work/root")"
 pass "DELE removes the leftover partial of its name"
 
+# A resume point whose partial is gone (an older server's commit cut short) goes with
+# DELE of its name, counting for nothing, and with RMD of its directory.
+ftp_cmds "$port" "MKD d3" >/dev/null
+upload "$port" d3/w.bin kill
+upload "$port" w.bin kill
+for p in "$work/root"/.xftpd-part.* "$work/root/d3"/.xftpd-part.*; do mv "$p" "$p.len"; done
+ftp_cmds "$port" "DELE w.bin" "RMD d3" >"$work/out"
+grep -q '^DELE w.bin -> 550' "$work/out" || fail "DELE of a name with only a resume point: $(cat "$work/out")"
+grep -q '^RMD d3 -> 250' "$work/out" || fail "RMD of a directory with only a resume point: $(cat "$work/out")"
+[ "$(parts "$work/root" '.xftpd-part.*')" -eq 0 ] && [ ! -e "$work/root/d3" ] ||
+	fail "a resume point without its partial left: $(ls -a "$work/root")"
+pass "a resume point without its partial goes with DELE (550: no file) and with RMD"
+
 hold_upload "$port" d2/z.bin
 ftp_cmds "$port" "RMD d2" "DELE d2/z.bin" >"$work/out"
 grep -q '^RMD d2 -> 550' "$work/out" || fail "RMD under a running upload: $(cat "$work/out")"
