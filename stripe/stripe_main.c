@@ -28,7 +28,8 @@ static void usage(FILE *out)
             "       stripe mv [-f] DIRS NAME NEWNAME          rename\n"
             "       stripe fsck DIRS                          finish or undo puts cut short\n"
             "       stripe bench [-s SIZE] [-u UNIT] DIRS     sequential rates per disk, striped\n"
-            "DIRS is a comma-separated list of directories, one per disk.\n"
+            "DIRS is a comma-separated list of directories, one per disk. Options may come\n"
+            "anywhere after the subcommand; -- ends them.\n"
             "options: --json  one JSON object per result; --no-direct  no O_DIRECT;\n"
             "         --no-checksum  no data checksums (store none, check none);\n"
             "         -u UNIT stripe unit (default 1M); -s SIZE bench file size (default 256M);\n"
@@ -108,9 +109,11 @@ int main(int argc, char **argv)
                      "'%s' is not a subcommand (put, get, ls, stat, verify, rm, mv, fsck, bench)",
                      argv[1]);
         cmd.name = sub->name;
+        /* The subcommand first, then its options anywhere among its arguments (GNU
+         * permutation: `put SRC DIRS --json`); `--` ends them, for a name that starts with -. */
         optind = 2;
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, "+:fu:s:m:ai:R:h", longopts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, ":fu:s:m:ai:R:h", longopts, NULL)) != -1) {
                 if (strchr("fudsmaiR", opt) && !strchr(sub->allowed, opt))
                         errx(2, "%s: option -%c does not apply (see stripe --help)", sub->name,
                              opt == 'd' ? '-' : opt);
