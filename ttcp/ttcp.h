@@ -35,7 +35,7 @@ struct ttcp_options {
         bool nodelay;      /* -D */
         size_t align;      /* -A */
         size_t offset;     /* -O */
-        char unit;         /* -f, 0: KB/sec in the classic lines, MB/s in interval lines */
+        char unit;         /* -f, 0: classic KB/sec, in the closing and the interval lines */
         bool touch;        /* -T: the receiver reads every byte it gets */
         bool verbose;      /* -v */
         bool so_debug;     /* -d */

@@ -65,7 +65,8 @@ static void usage(FILE *to)
                     "  -D          TCP_NODELAY\n"
                     "  -A ALIGN    align the buffer to ALIGN bytes (default 16384)\n"
                     "  -O OFFSET   start the buffer OFFSET bytes past the alignment\n"
-                    "  -f UNIT     rate unit: k K m M g G (bits/bytes, powers of 1024; default K)\n"
+                    "  -f UNIT     rate unit of the closing and interval lines: k K m M g G\n"
+                    "              (bits/bytes, powers of 1024; default K as classic),\n"
                     "              or a for MB/s and Gbit/s\n"
                     "  -T          touch: the receiver reads every byte it is given\n"
                     "  -v          verbose: more statistics\n"
@@ -296,7 +297,8 @@ int main(int argc, char **argv)
             .msg_size = opt.buf_len,
             .json = opt.json,
             .interval_s = opt.interval_s,
-            .unit = opt.unit ? opt.unit : 'a',
+            /* Interval lines in the unit of the closing line: classic's K unless -f. */
+            .unit = opt.unit ? opt.unit : 'K',
             .out = (opt.sink_mode || opt.transmit) ? stdout : stderr,
             .params = add_json_params,
             .params_ctx = &opt,
@@ -326,9 +328,9 @@ int main(int argc, char **argv)
                 errx(1, "%s", error.text);
         }
         cpu_used = ds_cpu_since(&out.cpu_at_start, &cpu_end);
+        report.start_ns = out.start_ns;
+        ds_report_finish_at(&report, out.end_ns, &result); /* with -i, the last interval */
         if (opt.json) {
-                report.start_ns = out.start_ns;
-                ds_report_finish_at(&report, out.end_ns, &result);
                 result.interrupted = ds_stop_status() != 0;
                 ds_report_print(&report, &result, add_json_extras, &out);
         }

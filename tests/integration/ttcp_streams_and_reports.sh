@@ -38,4 +38,7 @@ json_intervals=$(jq -s 'map(select(has("interval"))) | length' "$work/r.json")
 [ "$(jq -s 'map(select(has("interval") | not)) | length' "$work/r.json")" = 1 ] ||
 	fail "--json must end with exactly one final object"
 pass "-w 2 ran ${elapsed}s with $intervals interval lines; JSON lines end in one final object"
+units=$(sed -nE -e 's/^\[.* ([A-Za-z]+\/sec)$/\1/p' -e 's/^ttcp-t: .* = [0-9.]+ ([A-Za-z]+\/sec) \+\+\+$/\1/p' "$work/t.out" | sort -u)
+[ "$units" = KB/sec ] || fail "interval and closing lines disagree on the unit: $(cat "$work/t.out")"
+pass "interval lines and the closing line both in KB/sec, classic's unit"
 echo "$checks passed, 0 failed"
