@@ -131,6 +131,17 @@ static void print_interval(const struct ds_report *report, double start_s, doubl
         fflush(c->out);
 }
 
+/* Prints the interval from the last report to end_ns, which becomes the last. */
+static void close_interval(struct ds_report *report, uint64_t end_ns, const struct ds_counters *now,
+                           const struct ds_cpu *cpu_now)
+{
+        print_interval(report, ds_seconds_between(report->start_ns, report->last_ns),
+                       ds_seconds_between(report->start_ns, end_ns), now, cpu_now);
+        report->last = *now;
+        report->last_cpu = *cpu_now;
+        report->last_ns = end_ns;
+}
+
 void ds_report_tick(struct ds_report *report)
 {
         uint64_t now = ds_now_ns();
@@ -141,11 +152,7 @@ void ds_report_tick(struct ds_report *report)
         struct ds_cpu now_cpu;
         read_counters(report, &now_counters);
         ds_cpu_now(&now_cpu);
-        print_interval(report, ds_seconds_between(report->start_ns, report->last_ns),
-                       ds_seconds_between(report->start_ns, now), &now_counters, &now_cpu);
-        report->last = now_counters;
-        report->last_cpu = now_cpu;
-        report->last_ns = now;
+        close_interval(report, now, &now_counters, &now_cpu);
         /* A caller that was busy past several intervals gets one line covering them all,
          * and the schedule stays on its grid rather than drifting. */
         uint64_t step = interval_ns(report);
@@ -158,6 +165,18 @@ void ds_report_finish(struct ds_report *report, struct ds_result *result)
         ds_report_finish_at(report, ds_now_ns(), result);
 }
 
+/* The interval that ends with the run: a run of -w 2 with -i 1 ends on the second
+ * report's due time, before any tick could print it. A tail shorter than a tenth of an
+ * interval is left to the final figures; its rate would mean little. */
+static void print_last_interval(struct ds_report *report, uint64_t end_ns,
+                                const struct ds_counters *final, const struct ds_cpu *cpu_now)
+{
+        if (report->next_ns == UINT64_MAX || end_ns <= report->last_ns ||
+            end_ns - report->last_ns < interval_ns(report) / 10)
+                return;
+        close_interval(report, end_ns, final, cpu_now);
+}
+
 void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_result *result)
 {
         struct ds_cpu cpu_now;
@@ -165,6 +184,7 @@ void ds_report_finish_at(struct ds_report *report, uint64_t end_ns, struct ds_re
         ds_cpu_now(&cpu_now);
         memset(result, 0, sizeof(*result));
         read_counters(report, &result->counters);
+        print_last_interval(report, end_ns, &result->counters, &cpu_now);
         result->seconds = ds_seconds_between(report->start_ns, end_ns);
         result->cpu = ds_cpu_since(&report->start_cpu, &cpu_now);
         ds_result_rates(result);

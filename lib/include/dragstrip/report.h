@@ -72,7 +72,8 @@ uint64_t ds_report_next_due(const struct ds_report *report);
 /* Prints an interval line if one is due by now; call it as often as convenient. */
 void ds_report_tick(struct ds_report *report);
 
-/* Stops the clock and fills result (end time = now). */
+/* Stops the clock and fills result (end time = now). With -i, first prints the interval
+ * that ends with the run, unless it is shorter than a tenth of an interval. */
 void ds_report_finish(struct ds_report *report, struct ds_result *result);
 
 /* Like ds_report_finish, with an end time the caller measured (e.g. the last byte). */
