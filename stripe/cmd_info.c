@@ -229,8 +229,14 @@ int cmd_mv(const struct stripe_cmd *cmd)
         cmd_name(cmd, cmd->args[1]);
         cmd_name(cmd, cmd->args[2]);
         dirs = cmd_dirs(cmd, cmd->args[0], &ndirs);
-        if (ds_stripe_rename((const char *const *)dirs, ndirs, cmd->args[1], cmd->args[2],
-                             cmd->force, &err) != 0)
+        int rc = ds_stripe_rename((const char *const *)dirs, ndirs, cmd->args[1], cmd->args[2],
+                                  cmd->force, &err);
+        if (rc == -EEXIST) /* never `rm` a member: that damages the set */
+                errx(1,
+                     "mv: %s: replace it with 'stripe mv -f', or remove the whole set with "
+                     "'stripe rm %s %s'",
+                     err.text, cmd->args[0], cmd->args[2]);
+        if (rc != 0)
                 errx(1, "mv: %s", err.text);
         free(dirs);
         return 0;

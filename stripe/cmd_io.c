@@ -255,6 +255,11 @@ int cmd_put(const struct stripe_cmd *cmd)
         options.live = ds_live_segment(t.live);
         rc =
             ds_stripe_create(&t.stripe, (const char *const *)t.dirs, t.ndirs, t.name, &options, &e);
+        if (rc == -EEXIST) /* never `rm` a member: that damages the set */
+                errx(1,
+                     "put: %s: replace it with 'stripe put -f', or remove the whole set with "
+                     "'stripe rm %s %s'",
+                     e.text, cmd->args[1], t.name);
         if (rc != 0) /* a stop while it waited for the commit lock: 130/143 */
                 errx(rc == -EINTR && cmd_interrupted ? ds_stop_status() : 1, "put: %s", e.text);
         cmd_note_buffered(t.stripe, (const char *const *)t.dirs);

@@ -143,7 +143,7 @@ int ds_stripe_rename_held(const char *const *from_dirs, const char *from,
         rc = plan(members, from_dirs, from, to_dirs, to, ndirs, info.set_id, err);
         for (unsigned i = 0; rc == 0 && !replace && i < ndirs; i++)
                 if (access(members[i].to, F_OK) == 0)
-                        rc = stripe_reject(err, -EEXIST, "%s exists (remove it first, or replace)",
+                        rc = stripe_reject(err, -EEXIST, "'%s' is taken (%s exists)", to,
                                            members[i].to);
         for (unsigned i = 1; rc == 0 && i < ndirs; i++)
                 rc = link_member(&members[i], i, err);

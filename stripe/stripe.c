@@ -271,8 +271,8 @@ int ds_stripe_create(struct ds_stripe **out, const char *const *dirs, unsigned n
                         goto fail;
                 }
                 if (!(stripe->flags & DS_STRIPE_REPLACE) && access(m->path, F_OK) == 0) {
-                        rc = stripe_reject(err, -EEXIST, "%s exists (remove it first, or replace)",
-                                           m->path);
+                        rc =
+                            stripe_reject(err, -EEXIST, "'%s' is taken (%s exists)", name, m->path);
                         goto fail;
                 }
                 m->fd = open(m->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -64,7 +64,12 @@ pass "CRC-32C implementations agree ($impls) and bench names the one used"
 expect_error "unknown CRC-32C" "DS_CRC32C: 'fast' is not a CRC-32C implementation this CPU runs \\(try table, slice8" \
 	env DS_CRC32C=fast "$stripe" ls "$D"
 
-expect_error "put refuses to replace" "exists" "$stripe" put "$work/src" "$D" j
+expect_error "put refuses to replace" "put: 'j' is taken \\(.*/d0/j exists\\): replace it with 'stripe put -f', or remove the whole set with 'stripe rm $D j'" \
+	"$stripe" put "$work/src" "$D" j
+"$stripe" put "$work/src" "$D" k >/dev/null
+expect_error "mv refuses to replace" "mv: 'j' is taken \\(.*/d0/j exists\\): replace it with 'stripe mv -f', or remove the whole set with 'stripe rm $D j'" \
+	"$stripe" mv "$D" k j
+"$stripe" rm "$D" k
 "$stripe" put -f "$work/src" "$D" j >/dev/null
 pass "put -f replaces"
 
