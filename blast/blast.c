@@ -8,9 +8,11 @@
 #include <dragstrip/stop.h>
 
 #include <err.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_bool stop_requested;
 
@@ -185,6 +187,9 @@ int main(int argc, char **argv)
         int rc = ds_blast_run(&o, &stop_requested, &err);
         if (rc < 0 && ds_stop_status())
                 errx(ds_stop_status(), "interrupted: %s", err.text);
+        if (rc == -ECONNREFUSED) /* said as ttcp says it, whichever link found out */
+                errx(1, "nobody is receiving on %s port %u: %s", o.where.host, o.where.port,
+                     strerror(ECONNREFUSED));
         if (rc < 0)
                 errx(1, "%s", err.text);
         return ds_stop_status(); /* 130 or 143 after a signal, the run reported so far */

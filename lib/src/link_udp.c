@@ -302,8 +302,8 @@ static int udp_send_failed(struct ds_link *link, int errnum, struct ds_error *er
 {
         if (errnum == EINTR)
                 return 0;
-        if (errnum == ECONNREFUSED)
-                return ds_fail(err, -EPIPE, "udp: nobody listens at %s", link->peer);
+        if (errnum == ECONNREFUSED) /* the port answered ICMP unreachable */
+                return ds_fail(err, -ECONNREFUSED, "udp: nobody is receiving at %s", link->peer);
         return ds_fail(err, -errnum, "udp send to %s", link->peer);
 }
 
@@ -387,7 +387,8 @@ static int udp_recv(struct ds_link *link, struct ds_msg *msgs, unsigned max, int
                                 break;
                         ds_link_release(link, msgs, got);
                         if (e == ECONNREFUSED)
-                                return ds_fail(err, -EPIPE, "udp: %s is gone", u->base.peer);
+                                return ds_fail(err, -ECONNREFUSED, "udp: nobody is receiving at %s",
+                                               u->base.peer);
                         return ds_fail(err, -e, "udp recv from %s", u->base.peer);
                 }
                 for (int i = 0; i < r; i++)

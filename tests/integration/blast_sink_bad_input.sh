@@ -21,7 +21,10 @@ expect_error "blast: --op off verbs" "--op is for -x verbs only" "$blast" --op r
 expect_error "blast: a bad flow mode" "--flow: 'maybe' is not credit or none" "$blast" --flow maybe 127.0.0.1
 expect_error "blast: a bad rate" "-R: 'fast' is not a rate" "$blast" -R fast 127.0.0.1
 expect_error "blast: a port out of range" "-p: '70000' is not a port" "$blast" -p 70000 127.0.0.1
-expect_error "blast: nobody listening" "refused|sink" "$blast" -p 16601 -n 10 127.0.0.1
+expect_error "blast: nobody listening" "^blast: nobody is receiving on 127\\.0\\.0\\.1 port 16601: Connection refused$" \
+	"$blast" -p 16601 -n 10 127.0.0.1
+expect_error "blast -x udp: nobody listening" "^blast: nobody is receiving on 127\\.0\\.0\\.1 port 16601: Connection refused$" \
+	"$blast" -x udp -p 16601 -n 10 127.0.0.1
 expect_error "blast: an unknown host" "no\\.such\\.host\\.invalid" "$blast" --timeout 3 -n 10 no.such.host.invalid
 
 expect_error "sink: unknown flag" "unknown option .--frobnicate." "$sink" --frobnicate

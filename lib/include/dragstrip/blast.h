@@ -35,7 +35,8 @@ struct ds_blast_options {
 
 /* Runs every repeat, printing each through the reporter (with the sink's own counts),
  * then a summary when repeat > 1. stop (may be NULL) ends the run early once it is set. Returns 0
- * when every repeat completed, or a negative errno with err filled. */
+ * when every repeat completed, or a negative errno with err filled: -ECONNREFUSED when
+ * nothing receives at the sink's address (a refused connect, or ICMP port unreachable). */
 int ds_blast_run(const struct ds_blast_options *options, const atomic_bool *stop,
                  struct ds_error *err);
 
@@ -49,6 +50,9 @@ struct ds_sink_options {
         unsigned max_peers;          /* links served at once, >= 1 */
         FILE *log;                   /* shortages and a full house, said once (NULL: stderr) */
         struct ds_report_config report;
+        /* Called once the listener is up, before the first accept (NULL: not called), so
+         * the tool can say where it listens. */
+        void (*on_listening)(const struct ds_sink_options *options);
 };
 
 /* Serves runs until *stop is set or a stop is requested (stop.h), or after one run with
