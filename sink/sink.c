@@ -32,6 +32,7 @@ static void usage(FILE *out)
                 "  -i SEC          interval reports\n"
                 "  -f UNIT         rate unit k K m M g G (default MB/s and Gbit/s)\n"
                 "  --json          one JSON object per run\n"
+                "  --quiet         no 'listening' line on stderr\n"
                 "  --no-stats      publish no live counters for tach\n"
                 "  -h, --help      this text;  --version\n"
                 "Message size, count, --verify and flow control come from blast.\n",
@@ -47,6 +48,7 @@ enum {
         OPT_PCAP,
         OPT_EVENTS,
         OPT_JSON,
+        OPT_QUIET,
         OPT_VERSION
 };
 
@@ -59,14 +61,29 @@ static const struct option long_options[] = {
     {"pcap", required_argument, NULL, OPT_PCAP},
     {"events", no_argument, NULL, OPT_EVENTS},
     {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
+/* Once the listener is up, where it listens, as ttcp's receiver says it is up. */
+static void say_listening(const struct ds_sink_options *o)
+{
+        if (o->link->caps & DS_LINK_NEEDS_IFACE)
+                fprintf(stderr, "sink: listening on %s %s\n", o->link->name, o->where.iface);
+        else if (o->where.host)
+                fprintf(stderr, "sink: listening on %s %s port %u\n", o->link->name, o->where.host,
+                        o->where.port);
+        else
+                fprintf(stderr, "sink: listening on %s port %u (all addresses)\n", o->link->name,
+                        o->where.port);
+}
+
 static void parse(int argc, char **argv, struct ds_sink_options *o)
 {
         const char *link = "tcp";
+        bool quiet = false;
         int c;
         opterr = 0; /* one line of our own instead of getopt's and the usage */
         while ((c = getopt_long(argc, argv, ":x:d:p:B:i:f:h", long_options, NULL)) != -1) {
@@ -116,6 +133,9 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
                 case OPT_JSON:
                         o->report.json = true;
                         break;
+                case OPT_QUIET:
+                        quiet = true;
+                        break;
                 case OPT_VERSION:
                         printf("sink (dragstrip) %s\n", DS_VERSION);
                         exit(0);
@@ -128,6 +148,8 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
         o->link = ds_cli_link(link, o->where.iface);
         if (o->where.pcap_path && !(o->link->caps & DS_LINK_PCAP))
                 errx(2, "--pcap is for -x raw only, in a build with libpcap");
+        if (!quiet)
+                o->on_listening = say_listening;
 }
 
 int main(int argc, char **argv)

@@ -528,6 +528,8 @@ int ds_sink_serve(const struct ds_sink_options *o, const atomic_bool *stop, stru
         int rc = ds_live_open(&k.live, "sink", "recv", o->link->name, NULL, err);
         if (rc == 0)
                 rc = ds_link_listen(o->link, &listener, &o->where, err);
+        if (rc == 0 && o->on_listening)
+                o->on_listening(o);
         if (rc == 0)
                 ds_live_start(k.live);
         uint64_t seen = 0;
