@@ -10,8 +10,8 @@
 
 #define RATE_W   9
 #define AMOUNT_W 8
-#define PEER_MIN 9
-#define PEER_MAX 30
+#define PEER_MIN 4  /* "PEER" */
+#define PEER_MAX 46 /* a full IPv6 address in brackets, and a port */
 
 static const char *scaled(char *buf, size_t len, double value, const char *suffix)
 {
@@ -36,10 +36,9 @@ const char *tach_format_rate(char *buf, size_t len, double bytes_per_s, bool bit
                     : scaled(buf, len, bytes_per_s, "B/s");
 }
 
-const char *tach_format_amount(char *buf, size_t len, uint64_t bytes, bool bits)
+const char *tach_format_amount(char *buf, size_t len, uint64_t bytes)
 {
-        return bits ? scaled(buf, len, (double)bytes * 8, "b")
-                    : scaled(buf, len, (double)bytes, "B");
+        return scaled(buf, len, (double)bytes, "B");
 }
 
 const char *tach_format_count(char *buf, size_t len, uint64_t count)
@@ -108,15 +107,39 @@ struct columns {
         unsigned spark; /* sparkline columns, 0 for none */
 };
 
-static struct columns session_columns(unsigned width)
+/* The peer column is as wide as the longest peer, taking from the sparkline first. */
+static struct columns session_columns(unsigned width, const struct tach_sessions *s)
 {
         /* marker, tool, role, link, now, avg, peak, total and their spaces take 61 */
         int rest = (int)width - 61;
-        int peer = rest - 20;
-        peer = peer < PEER_MIN ? PEER_MIN : peer > PEER_MAX ? PEER_MAX : peer;
+        int peer = PEER_MIN;
+        for (unsigned i = 0; i < s->count; i++) {
+                int len = (int)strlen(s->list[i]->view.peer);
+                peer = len > peer ? len : peer;
+        }
+        peer = peer > PEER_MAX ? PEER_MAX : peer > rest - 1 ? rest - 1 : peer;
+        peer = peer < PEER_MIN ? PEER_MIN : peer;
         int spark = rest - peer - 1;
         spark = spark > TACH_HISTORY ? TACH_HISTORY : spark;
         return (struct columns){(unsigned)peer, spark >= 4 ? (unsigned)spark : 0};
+}
+
+/* The peer in width columns: whole, else without its port, else cut with a '~' to say so. */
+static const char *peer_cell(char *buf, size_t len, const char *peer, unsigned width)
+{
+        if (!peer[0])
+                return "-";
+        if (strlen(peer) <= width)
+                return peer;
+        /* host:port or [v6]:port; a bare IPv6 address has colons but no port */
+        const char *colon = strrchr(peer, ':');
+        bool has_port = colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
+                        (strchr(peer, ':') == colon || (peer[0] == '[' && colon[-1] == ']'));
+        if (has_port && (size_t)(colon - peer) <= width)
+                snprintf(buf, len, "%.*s", (int)(colon - peer), peer);
+        else
+                snprintf(buf, len, "%.*s~", (int)width - 1, peer);
+        return buf;
 }
 
 static void spark_of(char *buf, size_t len, const struct tach_series *s, uint64_t now_ns,
@@ -147,22 +170,35 @@ static uint64_t fault_sum(const struct ds_counters *c)
         return sum;
 }
 
+/* u turns link rates into bits, as links are rated; a disk's rates and every amount stay
+ * in bytes, as disks and files are measured. */
+static bool over_disks(const struct ds_live_view *w)
+{
+        for (unsigned i = 0; i < w->slot_count; i++)
+                if (w->slots[i].kind == DS_SLOT_DISK)
+                        return true;
+        return false;
+}
+
 static void session_row(struct tach_screen *scr, const struct tach_session *t, bool selected,
                         const struct tach_view *v, struct columns col, uint64_t now_ns)
 {
         char now[16], avg[16], peak[16], total[16], spark[TACH_HISTORY * 3 + 1];
+        char peer[sizeof(t->view.peer)];
         const struct ds_live_view *w = &t->view;
         enum tach_style style = selected                  ? TACH_STYLE_SELECTED
                                 : t->ended                ? TACH_STYLE_ENDED
                                 : any_fault(&w->counters) ? TACH_STYLE_ERRORS
                                                           : TACH_STYLE_PLAIN;
+        bool bits = v->bits && !over_disks(w);
         spark_of(spark, sizeof(spark), &t->rate, now_ns, col.spark, v->utf8);
         add(scr, style, "%c%-6.6s %-5.5s %-5.5s %-*.*s %*s %*s %*s %*s %s", selected ? '>' : ' ',
-            w->tool, w->role, w->link, (int)col.peer, (int)col.peer, w->peer[0] ? w->peer : "-",
-            RATE_W, t->ended ? "ended" : tach_format_rate(now, sizeof(now), t->rate.now, v->bits),
-            RATE_W, tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), v->bits),
-            RATE_W, tach_format_rate(peak, sizeof(peak), t->rate.peak, v->bits), AMOUNT_W,
-            tach_format_amount(total, sizeof(total), w->counters.bytes, v->bits), spark);
+            w->tool, w->role, w->link, (int)col.peer, (int)col.peer,
+            peer_cell(peer, sizeof(peer), w->peer, col.peer), RATE_W,
+            t->ended ? "ended" : tach_format_rate(now, sizeof(now), t->rate.now, bits), RATE_W,
+            tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), bits), RATE_W,
+            tach_format_rate(peak, sizeof(peak), tach_session_peak(t, now_ns), bits), AMOUNT_W,
+            tach_format_amount(total, sizeof(total), w->counters.bytes), spark);
 }
 
 static const char *const device_heads[TACH_DEVICE_KINDS][2] = {
@@ -196,17 +232,17 @@ static unsigned machine_rows(struct tach_screen *scr, const struct tach_machine 
                         const struct tach_device *d = &m->devices[i];
                         if (d->kind != (enum tach_device_kind)kind)
                                 continue;
+                        bool bits = v->bits && d->kind != TACH_DISK;
                         char r_in[16], r_out[16], a_in[16], a_out[16];
                         char s_in[TACH_HISTORY * 3 + 1], s_out[TACH_HISTORY * 3 + 1];
                         spark_of(s_in, sizeof(s_in), &d->in_rate, now_ns, spark, v->utf8);
                         spark_of(s_out, sizeof(s_out), &d->out_rate, now_ns, spark, v->utf8);
                         add(scr, TACH_STYLE_PLAIN, " %-13.13s %*s %*s %*s %*s %s%s%s", d->name,
-                            RATE_W, tach_format_rate(r_in, sizeof(r_in), d->in_rate.now, v->bits),
-                            RATE_W,
-                            tach_format_rate(r_out, sizeof(r_out), d->out_rate.now, v->bits),
-                            AMOUNT_W, tach_format_amount(a_in, sizeof(a_in), d->in, v->bits),
-                            AMOUNT_W, tach_format_amount(a_out, sizeof(a_out), d->out, v->bits),
-                            s_in, spark ? " " : "", s_out);
+                            RATE_W, tach_format_rate(r_in, sizeof(r_in), d->in_rate.now, bits),
+                            RATE_W, tach_format_rate(r_out, sizeof(r_out), d->out_rate.now, bits),
+                            AMOUNT_W, tach_format_amount(a_in, sizeof(a_in), d->in), AMOUNT_W,
+                            tach_format_amount(a_out, sizeof(a_out), d->out), s_in,
+                            spark ? " " : "", s_out);
                         used++;
                 }
         }
@@ -217,7 +253,7 @@ static void title(struct tach_screen *scr, const struct tach_sessions *s, const 
                   const char *wall)
 {
         add(scr, TACH_STYLE_TITLE, " tach  %u session%s  sort %s  %s  every %gs  %s%s", s->count,
-            s->count == 1 ? "" : "s", tach_sort_name(v->sort), v->bits ? "bits" : "bytes",
+            s->count == 1 ? "" : "s", tach_sort_name(v->sort), v->bits ? "link bits" : "bytes",
             v->delay_s, wall, v->paused ? "  PAUSED" : "");
 }
 
@@ -236,13 +272,14 @@ static void help(struct tach_screen *scr)
             "each publishes in /dev/shm/dragstrip.<pid>, and the NICs, RDMA ports and disks",
             "beside them, so the tool's figure can be checked against the hardware's.",
             "",
-            "  NOW    the rate over the last interval     AVG   since the transfer began",
-            "  PEAK   the highest interval rate seen      TOTAL bytes moved",
+            "  NOW    the rate over the last interval     AVG   since the transfer began,",
+            "  PEAK   the highest interval rate seen,           idle stretches left out",
+            "         never below AVG                     TOTAL bytes moved",
             "  The sparkline is the last minute, oldest on the left.",
             "  Ended sessions stay a minute, dimmed, with their totals.",
             "",
             "  Up/Down  select a session        Enter  its streams or disks    Esc  back",
-            "  u  bits or bytes per second      p  pause                      s  sort order",
+            "  u  link rates in bits or bytes   p  pause                      s  sort order",
             "  h  this help                     q  quit",
         };
         for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
@@ -255,16 +292,17 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
         const struct ds_live_view *w = &t->view;
         char now[16], avg[16], peak[16], total[16];
         char size[16];
+        bool bits = v->bits && !over_disks(w);
         add(scr, t->ended ? TACH_STYLE_ENDED : TACH_STYLE_PLAIN,
             " %s %s over %s, peer %s, pid %d, %s messages%s", w->tool, w->role, w->link,
             w->peer[0] ? w->peer : "-", w->pid,
             w->msg_size ? ds_size_format(size, sizeof(size), w->msg_size) : "varied",
             t->ended ? ", ended" : "");
         add(scr, TACH_STYLE_PLAIN, " now %s  avg %s  peak %s  total %s in %llu messages",
-            tach_format_rate(now, sizeof(now), t->rate.now, v->bits),
-            tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), v->bits),
-            tach_format_rate(peak, sizeof(peak), t->rate.peak, v->bits),
-            tach_format_amount(total, sizeof(total), w->counters.bytes, v->bits),
+            tach_format_rate(now, sizeof(now), t->rate.now, bits),
+            tach_format_rate(avg, sizeof(avg), tach_session_average(t, now_ns), bits),
+            tach_format_rate(peak, sizeof(peak), tach_session_peak(t, now_ns), bits),
+            tach_format_amount(total, sizeof(total), w->counters.bytes),
             (unsigned long long)w->counters.messages);
         char faults[160] = " errors:";
         for (int i = 0; i < DS_FAULT_COUNT; i++) {
@@ -299,13 +337,15 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
                                         : any_fault(&slot->counters) ? TACH_STYLE_ERRORS
                                                                      : TACH_STYLE_PLAIN;
                 char number[12], messages[16], errors[16];
+                bool slot_bits = v->bits && slot->kind != DS_SLOT_DISK;
                 snprintf(number, sizeof(number), "%u", slot->index);
                 add(scr, style, " %-6s %4.4s %-*.*s %*s %*s %*s %10s %6s %s",
                     slot->kind == DS_SLOT_DISK ? "disk" : "stream", number, name, name, slot->name,
                     RATE_W,
-                    slot->ended ? "ended" : tach_format_rate(now, sizeof(now), rate->now, v->bits),
-                    RATE_W, tach_format_rate(peak, sizeof(peak), rate->peak, v->bits), AMOUNT_W,
-                    tach_format_amount(total, sizeof(total), slot->counters.bytes, v->bits),
+                    slot->ended ? "ended"
+                                : tach_format_rate(now, sizeof(now), rate->now, slot_bits),
+                    RATE_W, tach_format_rate(peak, sizeof(peak), rate->peak, slot_bits), AMOUNT_W,
+                    tach_format_amount(total, sizeof(total), slot->counters.bytes),
                     tach_format_count(messages, sizeof(messages), slot->counters.messages),
                     tach_format_count(errors, sizeof(errors), fault_sum(&slot->counters)),
                     spark_text);
@@ -334,7 +374,7 @@ void tach_render(struct tach_screen *scr, const struct tach_sessions *s,
         } else if (v->detail && v->selected < s->count) {
                 detail(scr, s->list[v->selected], v, width, body, now_ns);
         } else {
-                struct columns col = session_columns(width);
+                struct columns col = session_columns(width, s);
                 add(scr, TACH_STYLE_HEADS, " %-6s %-5s %-5s %-*s %*s %*s %*s %*s %s", "TOOL",
                     "ROLE", "LINK", (int)col.peer, "PEER", RATE_W, "NOW", RATE_W, "AVG", RATE_W,
                     "PEAK", AMOUNT_W, "TOTAL", col.spark ? "LAST MINUTE" : "");

@@ -50,8 +50,8 @@ struct tach_view {
 
 /* "2.85 GB/s" or "22.8 Gb/s" (powers of 1000, as the tools print MB/s), at most 10 bytes. */
 const char *tach_format_rate(char *buf, size_t len, double bytes_per_s, bool bits);
-/* "5.70 GB" or "45.6 Gb". */
-const char *tach_format_amount(char *buf, size_t len, uint64_t bytes, bool bits);
+/* "5.70 GB": amounts are bytes in either mode. */
+const char *tach_format_amount(char *buf, size_t len, uint64_t bytes);
 /* A count: "6560", or "1.23 M" from 100000 on; at most 6 bytes. */
 const char *tach_format_count(char *buf, size_t len, uint64_t count);
 /* levels (0..TACH_SPARK_TOP) as n characters: blocks with utf8, else ASCII. */

@@ -158,7 +158,12 @@ static void end_session(struct tach_session *t, uint64_t t_ns)
 /* Moves the session's rates on with what its segment says now. */
 static void update(struct tach_session *t, const struct ds_live_view *view, uint64_t t_ns)
 {
-        if (view->counters.bytes != t->view.counters.bytes || !t->moved_ns)
+        bool grew = view->counters.bytes != t->view.counters.bytes;
+        if (!grew && t->rate.primed && view->start_ns && !view->end_ns) {
+                uint64_t from = t->rate.last_ns > view->start_ns ? t->rate.last_ns : view->start_ns;
+                t->idle_ns += t_ns > from ? t_ns - from : 0;
+        }
+        if (grew || !t->moved_ns)
                 t->moved_ns = t_ns;
         t->view = *view;
         tach_series_sample(&t->rate, t_ns, view->counters.bytes);
@@ -319,9 +324,16 @@ double tach_session_seconds(const struct tach_session *t, uint64_t now_ns)
 
 double tach_session_average(const struct tach_session *t, uint64_t now_ns)
 {
-        if (!t->view.start_ns)
+        uint64_t end = session_end(t, now_ns);
+        if (!t->view.start_ns || end <= t->view.start_ns + t->idle_ns)
                 return 0;
-        return tach_average(t->view.counters.bytes, t->view.start_ns, session_end(t, now_ns));
+        return tach_average(t->view.counters.bytes, t->view.start_ns + t->idle_ns, end);
+}
+
+double tach_session_peak(const struct tach_session *t, uint64_t now_ns)
+{
+        double average = tach_session_average(t, now_ns);
+        return t->rate.peak > average ? t->rate.peak : average;
 }
 
 const char *tach_sort_name(enum tach_sort by)

@@ -32,6 +32,7 @@ struct tach_session {
         bool ended; /* gone, or the tool said it was done */
         uint64_t ended_ns;
         uint64_t moved_ns; /* the last look that found the byte count grown */
+        uint64_t idle_ns;  /* between looks that found it unchanged: left out of the average */
         struct tach_series rate;
         struct tach_slot slots[DS_LIVE_SLOTS]; /* by the slot's place in the segment */
         bool seen;                             /* found in the current look */
@@ -66,8 +67,12 @@ void tach_sessions_look(struct tach_sessions *s, uint64_t t_ns);
 void tach_sessions_sort(struct tach_sessions *s, enum tach_sort by);
 const char *tach_sort_name(enum tach_sort by);
 
-/* The average of a session: its bytes over the time it has run (or ran). */
+/* The average of a session: its bytes over the time it has run (or ran), less the idle
+ * stretches tach saw (a sink between runs), so that it holds still while nothing moves. */
 double tach_session_average(const struct tach_session *session, uint64_t now_ns);
+/* The highest look's rate, but never below the average: a look of a session that had
+ * moved its bytes before tach watched (--once) has a true peak at least that high. */
+double tach_session_peak(const struct tach_session *session, uint64_t now_ns);
 /* How long it has run (or ran), in seconds; 0 before it began. */
 double tach_session_seconds(const struct tach_session *session, uint64_t now_ns);
 

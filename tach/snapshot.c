@@ -63,7 +63,7 @@ static void session(struct ds_json *json, const struct tach_session *t, uint64_t
         ds_json_u64(json, "bytes", w->counters.bytes);
         ds_json_double(json, "MB_per_s", mb(t->rate.now));
         ds_json_double(json, "avg_MB_per_s", mb(tach_session_average(t, now_ns)));
-        ds_json_double(json, "peak_MB_per_s", mb(t->rate.peak));
+        ds_json_double(json, "peak_MB_per_s", mb(tach_session_peak(t, now_ns)));
         errors(json, &w->counters);
         slots(json, t);
         ds_json_close(json);

@@ -1,6 +1,7 @@
 /* tach: every dragstrip tool running on this machine, live, beside the NICs, RDMA ports
  * and disks that carry what they move. */
 #include <err.h>
+#include <errno.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <limits.h>
@@ -160,7 +161,17 @@ static void report(const struct options *o, const struct tach_sessions *s,
                 putchar('\n'); /* a blank line between looks */
 }
 
-/* --once and -i: looks printed, no screen. */
+/* Whether stdout took every look so far: 0 yes, 1 its reader went away (EPIPE, as in
+ * `tach -i 1 | head`), -1 another failure. */
+static int stdout_state(void)
+{
+        if (fflush(stdout) == 0 && !ferror(stdout))
+                return 0;
+        return errno == EPIPE ? 1 : -1;
+}
+
+/* --once and -i: looks printed, no screen. A reader that goes away ends tach quietly
+ * (status 0), as it ends other tools. */
 static int run_lines(const struct options *o, struct tach_sessions *s, struct tach_machine *m,
                      struct tach_view *v)
 {
@@ -176,10 +187,13 @@ static int run_lines(const struct options *o, struct tach_sessions *s, struct ta
                 look(s, m, ds_now_ns());
                 tach_sessions_sort(s, v->sort);
                 report(o, s, m, v, ds_now_ns(), step_s);
+                int state = stdout_state();
+                if (state != 0)
+                        return state < 0;
                 if (o->once || (o->count && ++n == o->count))
                         break;
         }
-        return ferror(stdout) ? 1 : 0;
+        return 0;
 }
 
 int main(int argc, char **argv)

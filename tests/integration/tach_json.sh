@@ -21,6 +21,24 @@ expect_error "tach: a delay too short" "-d: 0.01 s is out of range" "$tach" --on
 expect_error "tach: a bad interval" "-i: 'often' is not a duration" "$tach" -i often
 expect_error "tach: no terminal" "needs a terminal" "$tach"
 
+# A reader that goes away (`tach -i 1 | head`) ends tach quietly with status 0, as it ends
+# other tools; a stdout that cannot be written is still an error.
+for mode in "" --json; do
+	# shellcheck disable=SC2086
+	{
+		timeout 10 "$tach" -i 0.1 $mode 2>"$work/pipe.err"
+		echo $? >"$work/pipe.status"
+	} | head -n 1 >/dev/null
+	[ "$(cat "$work/pipe.status")" = 0 ] && [ ! -s "$work/pipe.err" ] ||
+		fail "tach -i 0.1 $mode | head -n 1: status $(cat "$work/pipe.status"), said: $(cat "$work/pipe.err")"
+done
+pass "tach -i 0.1 | head -n 1, text and JSON: status 0, nothing on stderr"
+status=0
+"$tach" --once >/dev/full 2>"$work/full.err" || status=$?
+[ "$status" = 1 ] && grep -q "writing to stdout failed" "$work/full.err" ||
+	fail "tach --once >/dev/full: status $status, said: $(cat "$work/full.err")"
+pass "tach --once >/dev/full: $(cat "$work/full.err"), status 1"
+
 "$DS_BIN/sink" -p $port --once --json >"$work/sink.json" 2>"$work/sink.err" &
 sink_pid=$!
 wait_listening $port

@@ -102,8 +102,8 @@ pass "Esc goes back; u switches to bits per second and back"
 tm resize-window -t tach -x 200 -y 50
 until_screen 5 'LAST MINUTE'
 [ "$(widest)" -le 200 ] || fail "a line is wider than 200 columns at 200x50"
-screen | grep -Eq '^.blast +send +tcp +127\.0\.0\.1 {10,}' || fail "the peer column did not widen"
-pass "200x50: wider columns, no line past the edge"
+screen | grep -Eq '^.blast +send +tcp +127\.0\.0\.1 +[0-9.]+ [kMG]B/s' || fail "the peer is not whole at 200x50"
+pass "200x50: the whole peer and a wider sparkline, no line past the edge"
 tm resize-window -t tach -x 80 -y 24
 for _ in $(seq 20); do [ "$(widest)" -le 80 ] && break; sleep 0.1; done
 [ "$(widest)" -le 80 ] || fail "a line is wider than 80 columns after the resize back"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include <dragstrip/clock.h>
 #include <dragstrip/live.h>
 
 #include "machine.h"
@@ -130,10 +131,10 @@ static void test_formats_fit_their_columns(void **state)
         assert_string_equal(tach_format_rate(buf, sizeof(buf), 0, false), "0.00 B/s");
         assert_string_equal(tach_format_rate(buf, sizeof(buf), 999.4e3, false), "999 kB/s");
         assert_string_equal(tach_format_rate(buf, sizeof(buf), 999.6e3, false), "1.00 MB/s");
-        assert_string_equal(tach_format_amount(buf, sizeof(buf), 5696913408ull, false), "5.70 GB");
+        assert_string_equal(tach_format_amount(buf, sizeof(buf), 5696913408ull), "5.70 GB");
         for (double v = 1; v < 1e21; v *= 3.7) {
                 assert_true(strlen(tach_format_rate(buf, sizeof(buf), v, true)) <= 9);
-                assert_true(strlen(tach_format_amount(buf, sizeof(buf), (uint64_t)v, false)) <= 8);
+                assert_true(strlen(tach_format_amount(buf, sizeof(buf), (uint64_t)v)) <= 8);
         }
         const uint8_t levels[] = {0, 1, 4, 8, 9};
         tach_format_spark(buf, sizeof(buf), levels, 5, false);
@@ -225,6 +226,106 @@ static void test_render_never_writes_past_the_screen(void **state)
                                                  columns(scr.lines[i].text), scr.lines[i].text);
                 }
         }
+        tach_sessions_free(&s);
+}
+
+/* One running session of tool over link with peer, bytes moved at 100 MB/s; disk_slots
+ * makes it a stripe's, whose streams are disks. */
+static struct tach_session *session_of(const char *tool, const char *peer, bool disk_slots)
+{
+        struct tach_session *t = calloc(1, sizeof(*t));
+        assert_non_null(t);
+        struct ds_live_view *v = &t->view;
+        snprintf(v->tool, sizeof(v->tool), "%s", tool);
+        snprintf(v->role, sizeof(v->role), "send");
+        snprintf(v->link, sizeof(v->link), "%s", disk_slots ? "disk" : "tcp");
+        snprintf(v->peer, sizeof(v->peer), "%s", peer);
+        v->start_ns = 1 * S;
+        v->counters.bytes = 1000000000;
+        v->slot_count = 1;
+        v->slots[0].kind = disk_slots ? DS_SLOT_DISK : DS_SLOT_STREAM;
+        tach_series_sample(&t->rate, 9 * S, 900000000);
+        tach_series_sample(&t->rate, 10 * S, 1000000000);
+        return t;
+}
+
+/* The text of the row of tool in a screen, or fails. */
+static const char *row_of(const struct tach_screen *scr, const char *tool)
+{
+        for (unsigned i = 0; i < scr->count; i++)
+                if (strncmp(scr->lines[i].text + 1, tool, strlen(tool)) == 0)
+                        return scr->lines[i].text;
+        fail_msg("no row for %s", tool);
+        return NULL;
+}
+
+/* PEER holds an address and its port whole when the screen has room; when it has not, the
+ * port goes first, then the address is cut with a '~', never in the middle unsaid. */
+static void test_render_peer_fits_whole_or_is_cut_cleanly(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *peer;
+                unsigned width;
+                const char *cell;
+        } cases[] = {
+            {"10.9.9.1:5050", 80, " 10.9.9.1:5050 "},
+            {"192.168.100.200:5050", 100, " 192.168.100.200:5050 "},
+            {"192.168.100.200:5050", 80, " 192.168.100.200 "},
+            {"[2001:db8::1]:5050", 80, " [2001:db8::1]:5050 "},
+            {"[2001:db8::12]:5050", 80, " [2001:db8::12]    "},
+            {"[2001:db8:1234:5678:9abc:def0:1234:5678]:5050", 80, " [2001:db8:1234:56~ "},
+            {"2001:db8:1234:5678:9abc:def0:1234:5678", 80, " 2001:db8:1234:567~ "},
+        };
+        static struct tach_screen scr;
+        static struct tach_machine m;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct tach_sessions s;
+                tach_sessions_init(&s, "/nonexistent");
+                s.list[s.count++] = session_of("blast", cases[i].peer, false);
+                struct tach_view v = {.delay_s = 1, .selected = UINT32_MAX};
+                tach_render(&scr, &s, &m, &v, cases[i].width, 24, 10 * S, "12:00:00");
+                const char *row = row_of(&scr, "blast");
+                if (!strstr(row, cases[i].cell))
+                        fail_msg("%s at %u columns: '%s' is not in '%s'", cases[i].peer,
+                                 cases[i].width, cases[i].cell, row);
+                tach_sessions_free(&s);
+        }
+}
+
+/* u turns link rates into bits; totals, a stripe's disks and the machine's disks stay in
+ * bytes. */
+static void test_render_bits_only_for_link_rates(void **state)
+{
+        (void)state;
+        static struct tach_screen scr;
+        static struct tach_machine m;
+        struct tach_sessions s;
+        tach_sessions_init(&s, "/nonexistent");
+        s.list[s.count++] = session_of("blast", "10.0.0.2", false);
+        s.list[s.count++] = session_of("stripe", "", true);
+        memset(&m, 0, sizeof(m));
+        const enum tach_device_kind kinds[] = {TACH_NIC, TACH_DISK};
+        for (unsigned i = 0; i < 2; i++) {
+                struct tach_device *d = &m.devices[m.count++];
+                d->kind = kinds[i];
+                snprintf(d->name, sizeof(d->name), "%s", i ? "vda" : "eth0");
+                d->in = d->out = 5000000000ull;
+                tach_series_sample(&d->in_rate, 9 * S, 0);
+                tach_series_sample(&d->in_rate, 10 * S, 100000000);
+        }
+        struct tach_view v = {.delay_s = 1, .bits = true, .selected = UINT32_MAX};
+        tach_render(&scr, &s, &m, &v, 120, 24, 10 * S, "12:00:00");
+        const char *blast = row_of(&scr, "blast");
+        assert_non_null(strstr(blast, "800 Mb/s"));
+        assert_non_null(strstr(blast, "1.00 GB "));
+        const char *stripe = row_of(&scr, "stripe");
+        assert_non_null(strstr(stripe, "100 MB/s"));
+        assert_null(strstr(stripe, "b/s"));
+        assert_non_null(strstr(row_of(&scr, "eth0"), "800 Mb/s"));
+        assert_non_null(strstr(row_of(&scr, "eth0"), "5.00 GB"));
+        assert_non_null(strstr(row_of(&scr, "vda"), "100 MB/s"));
+        assert_null(strstr(row_of(&scr, "vda"), "b/s"));
         tach_sessions_free(&s);
 }
 
@@ -458,6 +559,46 @@ static void test_sessions_keep_the_final_counts_of_a_segment_removed_at_exit(voi
         tach_sessions_free(&s);
 }
 
+/* Seen only after it moved its bytes (--once), a session's PEAK is at least its AVG; idle
+ * looks (a sink between runs) leave the average where it was. */
+static void test_sessions_average_holds_while_idle_and_peak_is_never_below_it(void **state)
+{
+        (void)state;
+        char name[64], path[160];
+        snprintf(name, sizeof(name), "%s%d", DS_LIVE_PREFIX, (int)getpid());
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        uint64_t t0 = ds_now_ns(); /* the segment starts now, on the same clock */
+        size_t len;
+        uint8_t *seg = segment_for(getpid(), &len);
+        write_file(name, seg, len);
+        free(seg);
+        struct tach_sessions s;
+        tach_sessions_init(&s, dir);
+        tach_sessions_look(&s, t0 + 1 * S);
+        tach_sessions_look(&s, t0 + 2 * S); /* nothing moved in between */
+        const struct tach_session *t = s.list[0];
+        double average = tach_session_average(t, t0 + 2 * S);
+        assert_true(average > 0);
+        assert_true(t->rate.peak == 0);
+        assert_float_equal(tach_session_peak(t, t0 + 2 * S), average, 1);
+
+        tach_sessions_look(&s, t0 + 30 * S); /* idle for 28 s more */
+        assert_float_equal(tach_session_average(t, t0 + 30 * S), average, average / 100);
+
+        /* 100 MB in the next second: AVG takes it in, PEAK is that second's rate. */
+        int fd = open(path, O_RDWR);
+        assert_true(fd >= 0);
+        struct ds_live_segment *live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        assert_true(live != MAP_FAILED);
+        assert_int_equal(close(fd), 0);
+        ds_live_add(live, 100, 100000000);
+        tach_sessions_look(&s, t0 + 31 * S);
+        assert_true(tach_session_average(t, t0 + 31 * S) > average);
+        assert_float_equal(tach_session_peak(t, t0 + 31 * S), 100e6, 1);
+        assert_int_equal(munmap(live, len), 0);
+        tach_sessions_free(&s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -466,6 +607,8 @@ int main(void)
             cmocka_unit_test(test_proc_lines_parse_and_headings_do_not),
             cmocka_unit_test(test_formats_fit_their_columns),
             cmocka_unit_test(test_render_never_writes_past_the_screen),
+            cmocka_unit_test(test_render_peer_fits_whole_or_is_cut_cleanly),
+            cmocka_unit_test(test_render_bits_only_for_link_rates),
             cmocka_unit_test_setup_teardown(test_rdma_port_counters_are_words_of_four_bytes,
                                             make_dir, remove_dir),
             cmocka_unit_test_setup_teardown(
@@ -473,6 +616,9 @@ int main(void)
                 remove_dir),
             cmocka_unit_test_setup_teardown(
                 test_sessions_keep_the_final_counts_of_a_segment_removed_at_exit, make_dir,
+                remove_dir),
+            cmocka_unit_test_setup_teardown(
+                test_sessions_average_holds_while_idle_and_peak_is_never_below_it, make_dir,
                 remove_dir),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
