@@ -6,6 +6,7 @@
 
 #include <dragstrip/clock.h>
 #include <dragstrip/json.h>
+#include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
 #include "ftptime.h"
@@ -15,7 +16,7 @@
 static void print_text(const struct summary *s)
 {
         const struct job_totals *t = s->totals;
-        double mbs = t->seconds > 0 ? (double)t->bytes / t->seconds / 1e6 : 0;
+        char rate[64]; /* the closing lines' one unit: MB/s (10^6 bytes) and Gbit/s */
 
         if (strcmp(s->op, "ls") == 0) {
                 /* Listings travel with CR LF line ends (RFC 959's ASCII type); print local
@@ -26,11 +27,11 @@ static void print_text(const struct summary *s)
         }
         if (s->rc < 0 && t->failed == 0)
                 return;
-        printf("xftp %s: %u file%s, %llu bytes in %.2f s = %.1f MB/s (%u stream%s, "
+        printf("xftp %s: %u file%s, %llu bytes in %.2f s = %s (%u stream%s, "
                "%zu-byte blocks)%s",
                s->op, t->files, t->files == 1 ? "" : "s", (unsigned long long)t->bytes, t->seconds,
-               mbs, t->streams_used, t->streams_used == 1 ? "" : "s", s->job->block,
-               t->verified ? ", verified" : "");
+               ds_rate_format(rate, sizeof(rate), t->bytes, t->seconds, 'a'), t->streams_used,
+               t->streams_used == 1 ? "" : "s", s->job->block, t->verified ? ", verified" : "");
         if (t->skipped)
                 printf(", %u already the same", t->skipped);
         if (t->failed)
