@@ -516,27 +516,43 @@ static void test_sessions_skip_garbage_foreign_and_future_segments_with_a_note(v
         free(seg);
 }
 
-static void test_sessions_keep_the_final_counts_of_a_segment_removed_at_exit(void **state)
+/* This process's segment, as a tool writes it, placed in dir; path gets its file's path.
+ * Returns the segment's length. */
+static size_t place_own_segment(char *path, size_t path_len)
 {
-        (void)state;
-        char name[64], path[160];
+        char name[64];
         snprintf(name, sizeof(name), "%s%d", DS_LIVE_PREFIX, (int)getpid());
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        snprintf(path, path_len, "%s/%s", dir, name);
         size_t len;
         uint8_t *seg = segment_for(getpid(), &len);
         write_file(name, seg, len);
         free(seg);
+        return len;
+}
+
+/* The segment at path mapped for writing, as its tool holds it. */
+static struct ds_live_segment *map_for_writing(const char *path, size_t len)
+{
+        int fd = open(path, O_RDWR);
+        assert_true(fd >= 0);
+        struct ds_live_segment *live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        assert_true(live != MAP_FAILED);
+        assert_int_equal(close(fd), 0);
+        return live;
+}
+
+static void test_sessions_keep_the_final_counts_of_a_segment_removed_at_exit(void **state)
+{
+        (void)state;
+        char path[160];
+        size_t len = place_own_segment(path, sizeof(path));
         struct tach_sessions s;
         tach_sessions_init(&s, dir);
         tach_sessions_look(&s, 10 * S);
         assert_int_equal(s.count, 1);
 
         /* The tool moves 100 MB more, then ends and removes its segment. */
-        int fd = open(path, O_RDWR);
-        assert_true(fd >= 0);
-        struct ds_live_segment *live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        assert_true(live != MAP_FAILED);
-        assert_int_equal(close(fd), 0);
+        struct ds_live_segment *live = map_for_writing(path, len);
         ds_live_add(live, 100, 100000000);
         tach_sessions_look(&s, 11 * S);
         assert_float_equal(s.list[0]->rate.now, 100e6, 1);
@@ -564,14 +580,9 @@ static void test_sessions_keep_the_final_counts_of_a_segment_removed_at_exit(voi
 static void test_sessions_average_holds_while_idle_and_peak_is_never_below_it(void **state)
 {
         (void)state;
-        char name[64], path[160];
-        snprintf(name, sizeof(name), "%s%d", DS_LIVE_PREFIX, (int)getpid());
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        char path[160];
         uint64_t t0 = ds_now_ns(); /* the segment starts now, on the same clock */
-        size_t len;
-        uint8_t *seg = segment_for(getpid(), &len);
-        write_file(name, seg, len);
-        free(seg);
+        size_t len = place_own_segment(path, sizeof(path));
         struct tach_sessions s;
         tach_sessions_init(&s, dir);
         tach_sessions_look(&s, t0 + 1 * S);
@@ -586,11 +597,7 @@ static void test_sessions_average_holds_while_idle_and_peak_is_never_below_it(vo
         assert_float_equal(tach_session_average(t, t0 + 30 * S), average, average / 100);
 
         /* 100 MB in the next second: AVG takes it in, PEAK is that second's rate. */
-        int fd = open(path, O_RDWR);
-        assert_true(fd >= 0);
-        struct ds_live_segment *live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        assert_true(live != MAP_FAILED);
-        assert_int_equal(close(fd), 0);
+        struct ds_live_segment *live = map_for_writing(path, len);
         ds_live_add(live, 100, 100000000);
         tach_sessions_look(&s, t0 + 31 * S);
         assert_true(tach_session_average(t, t0 + 31 * S) > average);
