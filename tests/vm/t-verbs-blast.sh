@@ -96,6 +96,6 @@ expect_error() {
 	echo "ok: $name: $(cat "$logs/$name.err")"
 }
 
-expect_error no-sink 'rdma_connect .*sink -x verbs.*refused' "$bin/blast" -x verbs -p 5999 -n 10 "$ip"
+expect_error no-sink '^blast: nobody is receiving on [0-9.]+ port 5999: Connection refused$' "$bin/blast" -x verbs -p 5999 -n 10 "$ip"
 expect_error no-route 'rdma_resolve_addr' "$bin/blast" -x verbs --timeout 2 -n 10 203.0.113.1
 echo "PASS: blast/sink over verbs"
