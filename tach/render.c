@@ -124,7 +124,8 @@ static struct columns session_columns(unsigned width, const struct tach_sessions
         return (struct columns){(unsigned)peer, spark >= 4 ? (unsigned)spark : 0};
 }
 
-/* The peer in width columns: whole, else without its port, else cut with a '~' to say so. */
+/* A peer (or a stream's or disk's name) in width columns: whole, else without its port,
+ * else cut with a '~' to say so. */
 static const char *peer_cell(char *buf, size_t len, const char *peer, unsigned width)
 {
         if (!peer[0])
@@ -336,12 +337,12 @@ static void detail(struct tach_screen *scr, const struct tach_session *t, const 
                 enum tach_style style = slot->ended || t->ended      ? TACH_STYLE_ENDED
                                         : any_fault(&slot->counters) ? TACH_STYLE_ERRORS
                                                                      : TACH_STYLE_PLAIN;
-                char number[12], messages[16], errors[16];
+                char number[12], messages[16], errors[16], slot_name[sizeof(slot->name)];
                 bool slot_bits = v->bits && slot->kind != DS_SLOT_DISK;
                 snprintf(number, sizeof(number), "%u", slot->index);
                 add(scr, style, " %-6s %4.4s %-*.*s %*s %*s %*s %10s %6s %s",
-                    slot->kind == DS_SLOT_DISK ? "disk" : "stream", number, name, name, slot->name,
-                    RATE_W,
+                    slot->kind == DS_SLOT_DISK ? "disk" : "stream", number, name, name,
+                    peer_cell(slot_name, sizeof(slot_name), slot->name, (unsigned)name), RATE_W,
                     slot->ended ? "ended"
                                 : tach_format_rate(now, sizeof(now), rate->now, slot_bits),
                     RATE_W, tach_format_rate(peak, sizeof(peak), rate->peak, slot_bits), AMOUNT_W,

@@ -259,36 +259,48 @@ static const char *row_of(const struct tach_screen *scr, const char *tool)
         return NULL;
 }
 
-/* PEER holds an address and its port whole when the screen has room; when it has not, the
- * port goes first, then the address is cut with a '~', never in the middle unsaid. */
+/* PEER (and a stream's NAME) holds an address and its port whole when the screen has room;
+ * when it has not, the port goes first, then the address is cut with a '~', never in the
+ * middle unsaid. */
 static void test_render_peer_fits_whole_or_is_cut_cleanly(void **state)
 {
         (void)state;
+        /* cell: the PEER column at width; stream: the 10-column NAME of its stream at 80 */
         static const struct {
                 const char *peer;
                 unsigned width;
-                const char *cell;
+                const char *cell, *stream;
         } cases[] = {
-            {"10.9.9.1:5050", 80, " 10.9.9.1:5050 "},
-            {"192.168.100.200:5050", 100, " 192.168.100.200:5050 "},
-            {"192.168.100.200:5050", 80, " 192.168.100.200 "},
-            {"[2001:db8::1]:5050", 80, " [2001:db8::1]:5050 "},
-            {"[2001:db8::12]:5050", 80, " [2001:db8::12]    "},
-            {"[2001:db8:1234:5678:9abc:def0:1234:5678]:5050", 80, " [2001:db8:1234:56~ "},
-            {"2001:db8:1234:5678:9abc:def0:1234:5678", 80, " 2001:db8:1234:567~ "},
+            {"10.9.9.1:5050", 80, " 10.9.9.1:5050 ", " 10.9.9.1   "},
+            {"192.168.100.200:5050", 100, " 192.168.100.200:5050 ", " 192.168.1~ "},
+            {"192.168.100.200:5050", 80, " 192.168.100.200 ", " 192.168.1~ "},
+            {"[2001:db8::1]:5050", 80, " [2001:db8::1]:5050 ", " [2001:db8~ "},
+            {"[2001:db8::12]:5050", 80, " [2001:db8::12]    ", " [2001:db8~ "},
+            {"[2001:db8:1234:5678:9abc:def0:1234:5678]:5050", 80, " [2001:db8:1234:56~ ",
+             " [2001:db8~ "},
+            {"2001:db8:1234:5678:9abc:def0:1234:5678", 80, " 2001:db8:1234:567~ ", " 2001:db8:~ "},
         };
         static struct tach_screen scr;
         static struct tach_machine m;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct tach_sessions s;
                 tach_sessions_init(&s, "/nonexistent");
-                s.list[s.count++] = session_of("blast", cases[i].peer, false);
+                struct tach_session *t = session_of("blast", cases[i].peer, false);
+                snprintf(t->view.slots[0].name, sizeof(t->view.slots[0].name), "%s", cases[i].peer);
+                s.list[s.count++] = t;
                 struct tach_view v = {.delay_s = 1, .selected = UINT32_MAX};
                 tach_render(&scr, &s, &m, &v, cases[i].width, 24, 10 * S, "12:00:00");
                 const char *row = row_of(&scr, "blast");
                 if (!strstr(row, cases[i].cell))
                         fail_msg("%s at %u columns: '%s' is not in '%s'", cases[i].peer,
                                  cases[i].width, cases[i].cell, row);
+                v.detail = true;
+                v.selected = 0;
+                tach_render(&scr, &s, &m, &v, 80, 24, 10 * S, "12:00:00");
+                row = row_of(&scr, "stream");
+                if (!strstr(row, cases[i].stream))
+                        fail_msg("stream %s at 80 columns: '%s' is not in '%s'", cases[i].peer,
+                                 cases[i].stream, row);
                 tach_sessions_free(&s);
         }
 }
