@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_path(const char *cwd, const char *arg, char *out, size_t len)
 {
-        if (ds_store_path(cwd, arg, out, len) != 0)
+        if (xftp_store_path(cwd, arg, out, len) != 0)
                 return;
         if (out[0] == '/' || strlen(out) >= len)
                 __builtin_trap();
@@ -22,7 +22,7 @@ static void check_path(const char *cwd, const char *arg, char *out, size_t len)
                 size_t n = strcspn(part, "/");
                 if (n == 0 || (n == 1 && part[0] == '.') ||
                     (n == 2 && part[0] == '.' && part[1] == '.') ||
-                    strncmp(part, DS_STORE_OWN_PREFIX, strlen(DS_STORE_OWN_PREFIX)) == 0)
+                    strncmp(part, XFTP_STORE_OWN_PREFIX, strlen(XFTP_STORE_OWN_PREFIX)) == 0)
                         __builtin_trap();
                 part += n;
                 part += *part == '/';
@@ -32,7 +32,7 @@ static void check_path(const char *cwd, const char *arg, char *out, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static struct xftpd_cmd cmd;
-        static char path[DS_STORE_PATH_MAX], again[DS_STORE_PATH_MAX];
+        static char path[XFTP_STORE_PATH_MAX], again[XFTP_STORE_PATH_MAX];
         const char *reply = NULL;
         char code[5];
 
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         __builtin_trap();
         /* The argument as a path, from the root and from a folded path of itself. */
         check_path("", cmd.arg, path, sizeof(path));
-        if (ds_store_path("", cmd.arg, path, sizeof(path)) == 0)
+        if (xftp_store_path("", cmd.arg, path, sizeof(path)) == 0)
                 check_path(path, cmd.arg, again, sizeof(again));
         check_path("a/b", cmd.arg, path, 64);
         /* MFMT's time: taken only with a path after it, inside the argument. */

@@ -37,7 +37,7 @@ static void check_replies(const uint8_t *data, size_t size)
         }
         shutdown(sv[1], SHUT_WR); /* the commands sent below still find room to land */
         memset(&ftp, 0, sizeof(ftp));
-        ds_xconn_plain(&ftp.ctl, sv[0]); /* closed below, by ds_xconn_close */
+        xftp_conn_plain(&ftp.ctl, sv[0]); /* closed below, by xftp_conn_close */
         snprintf(ftp.host, sizeof(ftp.host), "fuzz");
         ftp.timeout_ms = 1000;
         ftp.type_i = true;
@@ -50,7 +50,7 @@ static void check_replies(const uint8_t *data, size_t size)
                 if (code < 100 || code > 599 || strlen(ftp.reply) >= FTP_REPLY_MAX)
                         __builtin_trap();
         }
-        ds_xconn_close(&ftp.ctl);
+        xftp_conn_close(&ftp.ctl);
         close(sv[1]);
 }
 

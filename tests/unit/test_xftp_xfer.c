@@ -36,8 +36,8 @@
  * plain file beneath: the pipeline's window made visible. */
 #define DEFERRED_MAX 16u
 struct deferred {
-        struct ds_xfile xfile;
-        struct ds_xfile *plain;
+        struct xftp_xfile xfile;
+        struct xftp_xfile *plain;
         struct {
                 bool write;
                 void *buf;
@@ -49,7 +49,7 @@ struct deferred {
         unsigned writes;
 };
 
-static int deferred_start(struct ds_xfile *xfile, bool write, void *buf, size_t len,
+static int deferred_start(struct xftp_xfile *xfile, bool write, void *buf, size_t len,
                           uint64_t offset)
 {
         struct deferred *d = xfile->impl;
@@ -66,7 +66,7 @@ static int deferred_start(struct ds_xfile *xfile, bool write, void *buf, size_t 
         return (int)ticket;
 }
 
-static ssize_t deferred_finish(struct ds_xfile *xfile, int ticket)
+static ssize_t deferred_finish(struct xftp_xfile *xfile, int ticket)
 {
         struct deferred *d = xfile->impl;
 
@@ -81,40 +81,40 @@ static ssize_t deferred_finish(struct ds_xfile *xfile, int ticket)
                                        d->pieces[ticket].offset);
 }
 
-static ssize_t deferred_read_at(struct ds_xfile *xfile, void *buf, size_t len, uint64_t offset)
+static ssize_t deferred_read_at(struct xftp_xfile *xfile, void *buf, size_t len, uint64_t offset)
 {
         struct deferred *d = xfile->impl;
         return d->plain->ops->read_at(d->plain, buf, len, offset);
 }
 
-static int deferred_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+static int deferred_write_at(struct xftp_xfile *xfile, const void *buf, size_t len, uint64_t offset)
 {
         struct deferred *d = xfile->impl;
         return d->plain->ops->write_at(d->plain, buf, len, offset);
 }
 
-static const struct ds_xfile_ops deferred_ops = {.read_at = deferred_read_at,
-                                                 .write_at = deferred_write_at,
-                                                 .start_io = deferred_start,
-                                                 .finish_io = deferred_finish};
+static const struct xftp_xfile_ops deferred_ops = {.read_at = deferred_read_at,
+                                                   .write_at = deferred_write_at,
+                                                   .start_io = deferred_start,
+                                                   .finish_io = deferred_finish};
 
 /* Writes that take 100 ms each, one at a time, as a slow disk's. */
-static int slow_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+static int slow_write_at(struct xftp_xfile *xfile, const void *buf, size_t len, uint64_t offset)
 {
         nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
         return deferred_write_at(xfile, buf, len, offset);
 }
 
-static const struct ds_xfile_ops slow_ops = {.read_at = deferred_read_at,
-                                             .write_at = slow_write_at};
+static const struct xftp_xfile_ops slow_ops = {.read_at = deferred_read_at,
+                                               .write_at = slow_write_at};
 
 /* The file the pipeline is given: plain itself, or d wrapped around it. */
-static struct ds_xfile *maybe_deferred(struct deferred *d, struct ds_xfile *plain)
+static struct xftp_xfile *maybe_deferred(struct deferred *d, struct xftp_xfile *plain)
 {
         if (!d)
                 return plain;
         d->plain = plain;
-        d->xfile = (struct ds_xfile){.ops = &deferred_ops, .impl = d, .fd = -1, .direct_fd = -1};
+        d->xfile = (struct xftp_xfile){.ops = &deferred_ops, .impl = d, .fd = -1, .direct_fd = -1};
         return &d->xfile;
 }
 
@@ -162,27 +162,27 @@ static int teardown(void **state)
 /* n connected pairs on loopback: send[i] talks to recv[i]. */
 static void connect_pairs(int *send_fds, int *recv_fds, unsigned n)
 {
-        struct ds_ftp_addr local;
-        struct ds_data_opts opts = {.sockbuf = 0, .timeout_ms = 5000};
+        struct xftp_addr local;
+        struct xftp_data_opts opts = {.sockbuf = 0, .timeout_ms = 5000};
         struct ds_error err;
 
-        assert_int_equal(ds_ftp_parse_port("127,0,0,1,0,1", &local), 0);
-        int lfd = ds_data_listen(&local, &opts, &err);
+        assert_int_equal(xftp_parse_port("127,0,0,1,0,1", &local), 0);
+        int lfd = xftp_data_listen(&local, &opts, &err);
         assert_true(lfd >= 0);
-        assert_int_equal(ds_ftp_addr_local(lfd, &local), 0);
-        assert_int_equal(ds_data_connect(&local, NULL, send_fds, n, &opts, &err), 0);
-        assert_int_equal(ds_data_accept(lfd, &local, recv_fds, n, &opts, NULL, &err), 0);
+        assert_int_equal(xftp_addr_local(lfd, &local), 0);
+        assert_int_equal(xftp_data_connect(&local, NULL, send_fds, n, &opts, &err), 0);
+        assert_int_equal(xftp_data_accept(lfd, &local, recv_fds, n, &opts, NULL, &err), 0);
         assert_int_equal(close(lfd), 0);
 }
 
 struct sender {
         pthread_t thread;
         const char *path;
-        enum ds_xfer_mode mode;
+        enum xftp_xfer_mode mode;
         int *fds;
         unsigned n;
-        struct ds_xfer_opts opts;
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts;
+        struct xftp_xfer_result result;
         struct deferred *deferred;
         int rc;
 };
@@ -190,18 +190,18 @@ struct sender {
 static void *send_main(void *arg)
 {
         struct sender *s = arg;
-        struct ds_xfile file;
+        struct xftp_xfile file;
         struct ds_error err;
         int fd = open(s->path, O_RDONLY);
-        s->rc = fd < 0 ? -errno : ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err);
+        s->rc = fd < 0 ? -errno : xftp_xfile_plain(&file, fd, XFTP_XFILE_DIRECT, &err);
         if (s->rc == 0) {
-                s->rc = ds_xfer_send(maybe_deferred(s->deferred, &file), s->mode, s->fds, s->n,
-                                     &s->opts, &s->result, &err);
-                ds_xfile_plain_close(&file);
+                s->rc = xftp_xfer_send(maybe_deferred(s->deferred, &file), s->mode, s->fds, s->n,
+                                       &s->opts, &s->result, &err);
+                xftp_xfile_plain_close(&file);
         }
         if (fd >= 0)
                 close(fd);
-        ds_data_close(s->fds, s->n); /* MODE S: the close is the end of the data */
+        xftp_data_close(s->fds, s->n); /* MODE S: the close is the end of the data */
         return NULL;
 }
 
@@ -221,10 +221,10 @@ static void check_dst(const struct fixture *fx, uint64_t from, uint64_t to)
 }
 
 /* Sends src over n connections into dst and returns the receiver's result code. */
-static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
-                const struct ds_xfer_opts *opts, struct ds_xfer_result *result)
+static int copy(struct fixture *fx, enum xftp_xfer_mode mode, unsigned n,
+                const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result)
 {
-        int send_fds[DS_MODEE_MAX_STREAMS], recv_fds[DS_MODEE_MAX_STREAMS];
+        int send_fds[XFTP_MODEE_MAX_STREAMS], recv_fds[XFTP_MODEE_MAX_STREAMS];
         struct sender s = {.path = fx->src,
                            .mode = mode,
                            .fds = send_fds,
@@ -232,19 +232,19 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
                            .opts = *opts,
                            .deferred = fx->sent};
         s.opts.pace = fx->send_pace;
-        struct ds_xfile file;
+        struct xftp_xfile file;
         struct ds_error err = {{0}};
 
         connect_pairs(send_fds, recv_fds, n);
         assert_int_equal(pthread_create(&s.thread, NULL, send_main, &s), 0);
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
-        int rc = ds_xfer_recv(maybe_deferred(fx->received, &file), mode, recv_fds, n, opts, result,
-                              &err);
-        ds_xfile_plain_close(&file);
+        assert_int_equal(xftp_xfile_plain(&file, fd, XFTP_XFILE_DIRECT, &err), 0);
+        int rc = xftp_xfer_recv(maybe_deferred(fx->received, &file), mode, recv_fds, n, opts,
+                                result, &err);
+        xftp_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
-        ds_data_close(recv_fds, n);
+        xftp_data_close(recv_fds, n);
         assert_int_equal(pthread_join(s.thread, NULL), 0);
         if (rc == 0) {
                 assert_int_equal(s.rc, 0);
@@ -256,10 +256,11 @@ static int copy(struct fixture *fx, enum ds_xfer_mode mode, unsigned n,
 static void test_stream_by_sendfile_gives_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 256 << 10, .length = UINT64_MAX, .limit = UINT64_MAX};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {
+            .block = 256 << 10, .length = UINT64_MAX, .limit = UINT64_MAX};
+        struct xftp_xfer_result result;
 
-        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(copy(fx, XFTP_XFER_STREAM, 1, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE);
         assert_int_equal(result.prefix_end, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
@@ -268,14 +269,14 @@ static void test_stream_by_sendfile_gives_identical_bytes(void **state)
 static void test_stream_through_pool_buffers_gives_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 64 << 10,
-                                    .depth = 3,
-                                    .length = UINT64_MAX,
-                                    .limit = UINT64_MAX,
-                                    .flags = DS_XFER_NO_SENDFILE};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 64 << 10,
+                                      .depth = 3,
+                                      .length = UINT64_MAX,
+                                      .limit = UINT64_MAX,
+                                      .flags = XFTP_XFER_NO_SENDFILE};
+        struct xftp_xfer_result result;
 
-        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(copy(fx, XFTP_XFER_STREAM, 1, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
 }
@@ -285,13 +286,13 @@ static void test_stream_through_pool_buffers_gives_identical_bytes(void **state)
 static void test_stream_within_one_piece_of_unknown_size_gives_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 2 * FILE_SIZE,
-                                    .length = UINT64_MAX,
-                                    .limit = UINT64_MAX,
-                                    .flags = DS_XFER_NO_SENDFILE};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 2 * FILE_SIZE,
+                                      .length = UINT64_MAX,
+                                      .limit = UINT64_MAX,
+                                      .flags = XFTP_XFER_NO_SENDFILE};
+        struct xftp_xfer_result result;
 
-        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), 0);
+        assert_int_equal(copy(fx, XFTP_XFER_STREAM, 1, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE);
         assert_int_equal(result.prefix_end, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
@@ -300,10 +301,10 @@ static void test_stream_within_one_piece_of_unknown_size_gives_identical_bytes(v
 static void test_blocks_over_four_connections_give_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct xftp_xfer_result result;
 
-        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 4, &opts, &result), 0);
+        assert_int_equal(copy(fx, XFTP_XFER_BLOCKS, 4, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE);
         assert_int_equal(result.prefix_end, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
@@ -318,10 +319,10 @@ static void test_a_range_resumes_where_the_file_ends(void **state)
         assert_int_equal(write(fd, fx->data, half), (ssize_t)half);
         assert_int_equal(close(fd), 0);
 
-        struct ds_xfer_opts opts = {
+        struct xftp_xfer_opts opts = {
             .block = 128 << 10, .offset = half, .length = UINT64_MAX, .limit = FILE_SIZE};
-        struct ds_xfer_result result;
-        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 2, &opts, &result), 0);
+        struct xftp_xfer_result result;
+        assert_int_equal(copy(fx, XFTP_XFER_BLOCKS, 2, &opts, &result), 0);
         assert_int_equal(result.bytes, FILE_SIZE - half);
         assert_int_equal(result.prefix_end, FILE_SIZE);
         check_dst(fx, 0, FILE_SIZE);
@@ -330,10 +331,10 @@ static void test_a_range_resumes_where_the_file_ends(void **state)
 static void test_stream_longer_than_announced_is_refused(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = 100000};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = 100000};
+        struct xftp_xfer_result result;
 
-        assert_int_equal(copy(fx, DS_XFER_STREAM, 1, &opts, &result), -EFBIG);
+        assert_int_equal(copy(fx, XFTP_XFER_STREAM, 1, &opts, &result), -EFBIG);
         assert_true(result.bytes <= 100000);
 }
 
@@ -341,15 +342,16 @@ static void test_two_pieces_in_flight_give_identical_bytes(void **state)
 {
         struct fixture *fx = *state;
         struct deferred sent = {0}, received = {0};
-        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct xftp_xfer_result result;
 
         fx->sent = &sent;
         fx->received = &received;
-        for (enum ds_xfer_mode mode = DS_XFER_STREAM; mode <= DS_XFER_BLOCKS; mode++) {
+        for (enum xftp_xfer_mode mode = XFTP_XFER_STREAM; mode <= XFTP_XFER_BLOCKS; mode++) {
                 sent = (struct deferred){0};
                 received = (struct deferred){0};
-                assert_int_equal(copy(fx, mode, mode == DS_XFER_STREAM ? 1 : 3, &opts, &result), 0);
+                assert_int_equal(copy(fx, mode, mode == XFTP_XFER_STREAM ? 1 : 3, &opts, &result),
+                                 0);
                 assert_int_equal(result.bytes, FILE_SIZE);
                 assert_int_equal(result.prefix_end, FILE_SIZE);
                 check_dst(fx, 0, FILE_SIZE);
@@ -366,11 +368,11 @@ static void test_a_failed_write_in_flight_is_reported_and_waited_for(void **stat
 {
         struct fixture *fx = *state;
         struct deferred received = {.fail_write = 5};
-        struct ds_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 64 << 10, .length = UINT64_MAX, .limit = FILE_SIZE};
+        struct xftp_xfer_result result;
 
         fx->received = &received;
-        assert_int_equal(copy(fx, DS_XFER_BLOCKS, 2, &opts, &result), -ENOSPC);
+        assert_int_equal(copy(fx, XFTP_XFER_BLOCKS, 2, &opts, &result), -ENOSPC);
         fx->received = NULL;
         assert_int_equal(received.started, received.finished);
         /* The prefix covers the four pieces written before the failure, no more. */
@@ -378,21 +380,21 @@ static void test_a_failed_write_in_flight_is_reported_and_waited_for(void **stat
 }
 
 /* A hand-made sender: writes raw bytes on one connection, then closes it. */
-static int receive_raw(const void *wire, size_t len, uint64_t limit, struct ds_xfer_result *result,
-                       struct ds_error *err, const char *dst)
+static int receive_raw(const void *wire, size_t len, uint64_t limit,
+                       struct xftp_xfer_result *result, struct ds_error *err, const char *dst)
 {
         int send_fd, recv_fd;
-        struct ds_xfile file;
+        struct xftp_xfile file;
 
         connect_pairs(&send_fd, &recv_fd, 1);
         assert_int_equal(write(send_fd, wire, len), (ssize_t)len);
         assert_int_equal(close(send_fd), 0);
         int fd = open(dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, 0, err), 0);
-        struct ds_xfer_opts opts = {.length = UINT64_MAX, .limit = limit};
-        int rc = ds_xfer_recv(&file, DS_XFER_BLOCKS, &recv_fd, 1, &opts, result, err);
-        ds_xfile_plain_close(&file);
+        assert_int_equal(xftp_xfile_plain(&file, fd, 0, err), 0);
+        struct xftp_xfer_opts opts = {.length = UINT64_MAX, .limit = limit};
+        int rc = xftp_xfer_recv(&file, XFTP_XFER_BLOCKS, &recv_fd, 1, &opts, result, err);
+        xftp_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
         assert_int_equal(close(recv_fd), 0);
         return rc;
@@ -401,13 +403,13 @@ static int receive_raw(const void *wire, size_t len, uint64_t limit, struct ds_x
 static void test_block_beyond_the_limit_writes_nothing(void **state)
 {
         struct fixture *fx = *state;
-        uint8_t wire[DS_MODEE_HEADER + 8];
-        struct ds_modee_block block = {.count = 8, .offset = 1ull << 40};
-        struct ds_xfer_result result;
+        uint8_t wire[XFTP_MODEE_HEADER + 8];
+        struct xftp_modee_block block = {.count = 8, .offset = 1ull << 40};
+        struct xftp_xfer_result result;
         struct ds_error err;
 
-        ds_modee_encode(&block, wire);
-        memset(wire + DS_MODEE_HEADER, 'x', 8);
+        xftp_modee_encode(&block, wire);
+        memset(wire + XFTP_MODEE_HEADER, 'x', 8);
         assert_int_equal(receive_raw(wire, sizeof(wire), 1 << 20, &result, &err, fx->dst), -EFBIG);
         assert_int_equal(result.bytes, 0);
         struct stat st;
@@ -420,19 +422,19 @@ static void test_block_beyond_the_limit_writes_nothing(void **state)
 static void test_blocks_with_a_gap_are_not_a_whole_file(void **state)
 {
         struct fixture *fx = *state;
-        uint8_t wire[4 * DS_MODEE_HEADER + 200], *at = wire;
-        const struct ds_modee_block blocks[] = {
+        uint8_t wire[4 * XFTP_MODEE_HEADER + 200], *at = wire;
+        const struct xftp_modee_block blocks[] = {
             {.count = 100, .offset = 0},
             {.count = 100, .offset = 1000},
-            {.desc = DS_MODEE_EOF, .offset = 1},
-            {.desc = DS_MODEE_EOD},
+            {.desc = XFTP_MODEE_EOF, .offset = 1},
+            {.desc = XFTP_MODEE_EOD},
         };
-        struct ds_xfer_result result;
+        struct xftp_xfer_result result;
         struct ds_error err;
 
         for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
-                ds_modee_encode(&blocks[i], at);
-                at += DS_MODEE_HEADER;
+                xftp_modee_encode(&blocks[i], at);
+                at += XFTP_MODEE_HEADER;
                 memset(at, 'g', blocks[i].count);
                 at += blocks[i].count;
         }
@@ -467,20 +469,20 @@ static void test_a_block_finished_after_a_failure_is_freed_once(void **state)
 {
         struct fixture *fx = *state;
         int send_fds[2], recv_fds[2];
-        struct ds_xfile file;
+        struct xftp_xfile file;
         struct ds_error err;
-        struct ds_xfer_result result;
-        enum { BLOCK = 64 << 10, PIECE = DS_MODEE_HEADER + BLOCK };
-        static uint8_t wire[2 * PIECE], bad[DS_MODEE_HEADER];
+        struct xftp_xfer_result result;
+        enum { BLOCK = 64 << 10, PIECE = XFTP_MODEE_HEADER + BLOCK };
+        static uint8_t wire[2 * PIECE], bad[XFTP_MODEE_HEADER];
 
         connect_pairs(send_fds, recv_fds, 2);
         for (int i = 0; i < 2; i++) {
-                ds_modee_encode(&(struct ds_modee_block){.count = BLOCK, .offset = i * BLOCK},
-                                wire + i * PIECE);
-                memset(wire + i * PIECE + DS_MODEE_HEADER, 'a' + i, BLOCK);
+                xftp_modee_encode(&(struct xftp_modee_block){.count = BLOCK, .offset = i * BLOCK},
+                                  wire + i * PIECE);
+                memset(wire + i * PIECE + XFTP_MODEE_HEADER, 'a' + i, BLOCK);
         }
-        ds_modee_encode(&(struct ds_modee_block){.count = 8, .offset = 1ull << 40}, bad);
-        size_t first = PIECE + DS_MODEE_HEADER + BLOCK / 2; /* A, and half of B */
+        xftp_modee_encode(&(struct xftp_modee_block){.count = 8, .offset = 1ull << 40}, bad);
+        size_t first = PIECE + XFTP_MODEE_HEADER + BLOCK / 2; /* A, and half of B */
         assert_int_equal(write(send_fds[1], wire, first), (ssize_t)first);
         struct late_writer failing = {
             .fd = send_fds[0], .bytes = bad, .len = sizeof(bad), .delay_ms = 30};
@@ -490,35 +492,36 @@ static void test_a_block_finished_after_a_failure_is_freed_once(void **state)
         assert_int_equal(pthread_create(&rest.thread, NULL, write_late, &rest), 0);
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, 0, &err), 0);
+        assert_int_equal(xftp_xfile_plain(&file, fd, 0, &err), 0);
         struct deferred slow = {.plain = &file};
-        slow.xfile = (struct ds_xfile){.ops = &slow_ops, .impl = &slow, .fd = -1, .direct_fd = -1};
-        struct ds_xfer_opts opts = {.block = BLOCK, .length = UINT64_MAX, .limit = 1 << 20};
-        int rc = ds_xfer_recv(&slow.xfile, DS_XFER_BLOCKS, recv_fds, 2, &opts, &result, &err);
+        slow.xfile =
+            (struct xftp_xfile){.ops = &slow_ops, .impl = &slow, .fd = -1, .direct_fd = -1};
+        struct xftp_xfer_opts opts = {.block = BLOCK, .length = UINT64_MAX, .limit = 1 << 20};
+        int rc = xftp_xfer_recv(&slow.xfile, XFTP_XFER_BLOCKS, recv_fds, 2, &opts, &result, &err);
         assert_int_equal(pthread_join(failing.thread, NULL), 0);
         assert_int_equal(pthread_join(rest.thread, NULL), 0);
         assert_int_equal(rc, -EFBIG);
         assert_int_equal(result.bytes, BLOCK); /* A, written before the failure; not B */
-        ds_xfile_plain_close(&file);
+        xftp_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
-        ds_data_close(recv_fds, 2);
-        ds_data_close(send_fds, 2);
+        xftp_data_close(recv_fds, 2);
+        xftp_data_close(send_fds, 2);
 }
 
 static void test_sender_gone_before_eod_is_epipe_with_the_whole_prefix(void **state)
 {
         struct fixture *fx = *state;
-        uint8_t wire[2 * DS_MODEE_HEADER + 200];
-        struct ds_modee_block first = {.count = 100, .offset = 0};
-        struct ds_modee_block gap = {.count = 50, .offset = 300};
-        struct ds_xfer_result result;
+        uint8_t wire[2 * XFTP_MODEE_HEADER + 200];
+        struct xftp_modee_block first = {.count = 100, .offset = 0};
+        struct xftp_modee_block gap = {.count = 50, .offset = 300};
+        struct xftp_xfer_result result;
         struct ds_error err;
 
-        ds_modee_encode(&first, wire);
-        memset(wire + DS_MODEE_HEADER, 'a', 100);
-        ds_modee_encode(&gap, wire + DS_MODEE_HEADER + 100);
-        memset(wire + 2 * DS_MODEE_HEADER + 100, 'b', 50);
-        size_t len = 2 * DS_MODEE_HEADER + 150;
+        xftp_modee_encode(&first, wire);
+        memset(wire + XFTP_MODEE_HEADER, 'a', 100);
+        xftp_modee_encode(&gap, wire + XFTP_MODEE_HEADER + 100);
+        memset(wire + 2 * XFTP_MODEE_HEADER + 100, 'b', 50);
+        size_t len = 2 * XFTP_MODEE_HEADER + 150;
         assert_int_equal(receive_raw(wire, len, 1 << 20, &result, &err, fx->dst), -EPIPE);
         assert_int_equal(result.bytes, 150);
         assert_int_equal(result.prefix_end, 100); /* 100..300 never came */
@@ -528,25 +531,25 @@ static void test_stop_flag_ends_a_silent_receive(void **state)
 {
         struct fixture *fx = *state;
         int send_fd, recv_fd;
-        struct ds_xfile file;
+        struct xftp_xfile file;
         struct ds_error err;
-        struct ds_xfer_result result;
+        struct xftp_xfer_result result;
         atomic_bool stop = true;
 
         connect_pairs(&send_fd, &recv_fd, 1);
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, 0, &err), 0);
-        struct ds_xfer_opts opts = {.length = UINT64_MAX, .limit = UINT64_MAX, .stop = &stop};
+        assert_int_equal(xftp_xfile_plain(&file, fd, 0, &err), 0);
+        struct xftp_xfer_opts opts = {.length = UINT64_MAX, .limit = UINT64_MAX, .stop = &stop};
         uint64_t start = ds_now_ns();
-        assert_int_equal(ds_xfer_recv(&file, DS_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
+        assert_int_equal(xftp_xfer_recv(&file, XFTP_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
                          -EINTR);
         opts.stop = NULL;
         opts.idle_ms = 300;
-        assert_int_equal(ds_xfer_recv(&file, DS_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
+        assert_int_equal(xftp_xfer_recv(&file, XFTP_XFER_STREAM, &recv_fd, 1, &opts, &result, &err),
                          -ETIMEDOUT);
         assert_true(ds_now_ns() - start < 5000000000ull);
-        ds_xfile_plain_close(&file);
+        xftp_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
         assert_int_equal(close(recv_fd), 0);
         assert_int_equal(close(send_fd), 0);
@@ -555,15 +558,15 @@ static void test_stop_flag_ends_a_silent_receive(void **state)
 /* At 4 MB/s the file takes about 0.8 s, each 2 MiB block half a second: longer than the
  * idle deadline, which neither a deliberate wait nor the peer waiting for its bytes may
  * trip. */
-static void check_paced(struct fixture *fx, enum ds_xfer_mode mode, unsigned n, bool receiver)
+static void check_paced(struct fixture *fx, enum xftp_xfer_mode mode, unsigned n, bool receiver)
 {
         struct ds_pace pace;
-        struct ds_xfer_opts opts = {.block = 2 << 20,
-                                    .length = UINT64_MAX,
-                                    .limit = FILE_SIZE,
-                                    .idle_ms = 400,
-                                    .pace = receiver ? &pace : NULL};
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts = {.block = 2 << 20,
+                                      .length = UINT64_MAX,
+                                      .limit = FILE_SIZE,
+                                      .idle_ms = 400,
+                                      .pace = receiver ? &pace : NULL};
+        struct xftp_xfer_result result;
 
         ds_pace_init(&pace, 32e6);
         fx->send_pace = receiver ? NULL : &pace;
@@ -577,44 +580,44 @@ static void check_paced(struct fixture *fx, enum ds_xfer_mode mode, unsigned n, 
 
 static void test_a_paced_receive_over_two_connections_keeps_to_the_rate(void **state)
 {
-        check_paced(*state, DS_XFER_BLOCKS, 2, true);
+        check_paced(*state, XFTP_XFER_BLOCKS, 2, true);
 }
 
 static void test_a_paced_sendfile_keeps_to_the_rate(void **state)
 {
-        check_paced(*state, DS_XFER_STREAM, 1, false);
+        check_paced(*state, XFTP_XFER_STREAM, 1, false);
 }
 
 static void test_hash_of_a_range_matches_memory(void **state)
 {
         struct fixture *fx = *state;
-        struct ds_xfile file;
+        struct xftp_xfile file;
         struct ds_error err;
-        char got[DS_HASH_HEX_MAX], want[DS_HASH_HEX_MAX];
+        char got[XFTP_HASH_HEX_MAX], want[XFTP_HASH_HEX_MAX];
         uint64_t end = 0;
-        struct ds_hash hash;
+        struct xftp_hash hash;
 
         int fd = open(fx->src, O_RDONLY);
         assert_true(fd >= 0);
-        assert_int_equal(ds_xfile_plain(&file, fd, DS_XFILE_DIRECT, &err), 0);
-        for (int algo = 0; algo < DS_HASH_COUNT; algo++) {
+        assert_int_equal(xftp_xfile_plain(&file, fd, XFTP_XFILE_DIRECT, &err), 0);
+        for (int algo = 0; algo < XFTP_HASH_COUNT; algo++) {
                 assert_int_equal(
-                    ds_hash_file(&file, algo, 4096, 1000000, 64 << 10, NULL, got, &end, &err), 0);
+                    xftp_hash_file(&file, algo, 4096, 1000000, 64 << 10, NULL, got, &end, &err), 0);
                 assert_int_equal(end, 1000000);
-                assert_int_equal(ds_hash_begin(&hash, algo), 0);
-                ds_hash_update(&hash, fx->data + 4096, 1000000 - 4096);
-                ds_hash_end(&hash, want);
+                assert_int_equal(xftp_hash_begin(&hash, algo), 0);
+                xftp_hash_update(&hash, fx->data + 4096, 1000000 - 4096);
+                xftp_hash_end(&hash, want);
                 assert_string_equal(got, want);
                 /* past the end: the hash stops at the file's end and says so */
                 assert_int_equal(
-                    ds_hash_file(&file, algo, 100, UINT64_MAX, 0, NULL, got, &end, &err), 0);
+                    xftp_hash_file(&file, algo, 100, UINT64_MAX, 0, NULL, got, &end, &err), 0);
                 assert_int_equal(end, FILE_SIZE);
-                assert_int_equal(ds_hash_begin(&hash, algo), 0);
-                ds_hash_update(&hash, fx->data + 100, FILE_SIZE - 100);
-                ds_hash_end(&hash, want);
+                assert_int_equal(xftp_hash_begin(&hash, algo), 0);
+                xftp_hash_update(&hash, fx->data + 100, FILE_SIZE - 100);
+                xftp_hash_end(&hash, want);
                 assert_string_equal(got, want);
         }
-        ds_xfile_plain_close(&file);
+        xftp_xfile_plain_close(&file);
         assert_int_equal(close(fd), 0);
 }
 

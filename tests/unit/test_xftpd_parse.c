@@ -139,8 +139,8 @@ static void test_parse_removes_telnet_and_refuses_nul_and_long_lines(void **stat
 
 static void path_is(const char *cwd, const char *arg, const char *expected)
 {
-        char out[DS_STORE_PATH_MAX];
-        int rc = ds_store_path(cwd, arg, out, sizeof(out));
+        char out[XFTP_STORE_PATH_MAX];
+        int rc = xftp_store_path(cwd, arg, out, sizeof(out));
         if (rc != 0 || strcmp(out, expected) != 0)
                 fail_msg("'%s' from '%s': expected '%s', got %d '%s'", arg, cwd, expected, rc, out);
 }
@@ -157,11 +157,11 @@ static void test_paths_fold_dots_and_stop_at_the_root(void **state)
         path_is("a", "/", "");
         path_is("a", "/../..", "");
         path_is("", "...", "...");
-        assert_int_equal(ds_store_path("", "a\nb", out, sizeof(out)), -EINVAL);
-        assert_int_equal(ds_store_path("", "a\x7f", out, sizeof(out)), -EINVAL);
-        assert_int_equal(ds_store_path("", "a/.xftpd-part.1", out, sizeof(out)), -EPERM);
-        assert_int_equal(ds_store_path("", ".xftpd-x/b", out, sizeof(out)), -EPERM);
-        assert_int_equal(ds_store_path("", "0123456789abcdef", out, sizeof(out)), -ENAMETOOLONG);
+        assert_int_equal(xftp_store_path("", "a\nb", out, sizeof(out)), -EINVAL);
+        assert_int_equal(xftp_store_path("", "a\x7f", out, sizeof(out)), -EINVAL);
+        assert_int_equal(xftp_store_path("", "a/.xftpd-part.1", out, sizeof(out)), -EPERM);
+        assert_int_equal(xftp_store_path("", ".xftpd-x/b", out, sizeof(out)), -EPERM);
+        assert_int_equal(xftp_store_path("", "0123456789abcdef", out, sizeof(out)), -ENAMETOOLONG);
 }
 
 int main(void)

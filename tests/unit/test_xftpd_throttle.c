@@ -12,10 +12,10 @@
 
 #define S 1000000000ull /* a second in ns */
 
-static struct ds_ftp_addr addr(const char *eprt)
+static struct xftp_addr addr(const char *eprt)
 {
-        struct ds_ftp_addr out;
-        assert_int_equal(ds_ftp_parse_eprt(eprt, &out), 0);
+        struct xftp_addr out;
+        assert_int_equal(xftp_parse_eprt(eprt, &out), 0);
         return out;
 }
 
@@ -37,7 +37,7 @@ static void test_throttle_bans_after_max_fails_from_one_address(void **state)
 {
         (void)state;
         struct throttle *t = table(3, 10000);
-        struct ds_ftp_addr a = addr("|1|10.0.0.1|2000|"), other = addr("|1|10.0.0.2|2000|");
+        struct xftp_addr a = addr("|1|10.0.0.1|2000|"), other = addr("|1|10.0.0.2|2000|");
 
         throttle_fail(t, &a, 100 * S);
         throttle_fail(t, &a, 101 * S);
@@ -54,7 +54,7 @@ static void test_throttle_forgets_failures_further_apart_than_the_ban(void **sta
 {
         (void)state;
         struct throttle *t = table(2, 5000);
-        struct ds_ftp_addr a = addr("|1|10.0.0.1|2000|");
+        struct xftp_addr a = addr("|1|10.0.0.1|2000|");
 
         throttle_fail(t, &a, 100 * S);
         throttle_fail(t, &a, 106 * S);
@@ -68,7 +68,7 @@ static void test_throttle_ignores_failures_during_a_ban(void **state)
 {
         (void)state;
         struct throttle *t = table(2, 5000);
-        struct ds_ftp_addr a = addr("|1|10.0.0.1|2000|");
+        struct xftp_addr a = addr("|1|10.0.0.1|2000|");
 
         throttle_fail(t, &a, 100 * S);
         throttle_fail(t, &a, 100 * S);
@@ -83,11 +83,11 @@ static void test_throttle_keys_ipv6_by_64_and_mapped_ipv4_as_ipv4(void **state)
 {
         (void)state;
         struct throttle *t = table(2, 5000);
-        struct ds_ftp_addr a1 = addr("|2|2001:db8:1:2::1|2000|");
-        struct ds_ftp_addr a2 = addr("|2|2001:db8:1:2:ffff::9|2000|");
-        struct ds_ftp_addr b = addr("|2|2001:db8:1:3::1|2000|");
-        struct ds_ftp_addr v4 = addr("|1|192.0.2.7|2000|");
-        struct ds_ftp_addr mapped = addr("|2|::ffff:192.0.2.7|2000|");
+        struct xftp_addr a1 = addr("|2|2001:db8:1:2::1|2000|");
+        struct xftp_addr a2 = addr("|2|2001:db8:1:2:ffff::9|2000|");
+        struct xftp_addr b = addr("|2|2001:db8:1:3::1|2000|");
+        struct xftp_addr v4 = addr("|1|192.0.2.7|2000|");
+        struct xftp_addr mapped = addr("|2|::ffff:192.0.2.7|2000|");
 
         throttle_fail(t, &a1, 100 * S);
         throttle_fail(t, &a2, 100 * S);
@@ -103,7 +103,7 @@ static void test_throttle_keeps_bans_through_a_flood_of_other_addresses(void **s
 {
         (void)state;
         struct throttle *t = table(2, 60000);
-        struct ds_ftp_addr a = addr("|1|10.0.0.1|2000|");
+        struct xftp_addr a = addr("|1|10.0.0.1|2000|");
         char text[64];
 
         throttle_fail(t, &a, 100 * S);
@@ -111,7 +111,7 @@ static void test_throttle_keeps_bans_through_a_flood_of_other_addresses(void **s
         /* Many more addresses than slots, one failure each, after the ban began. */
         for (unsigned i = 0; i < 4 * THROTTLE_SLOTS; i++) {
                 snprintf(text, sizeof(text), "|1|172.16.%u.%u|2000|", i / 250, i % 250 + 1);
-                struct ds_ftp_addr flood = addr(text);
+                struct xftp_addr flood = addr(text);
                 throttle_fail(t, &flood, 101 * S);
         }
         assert_int_not_equal(throttle_banned(t, &a, 101 * S), 0);
@@ -122,7 +122,7 @@ static void test_throttle_counts_reports_from_sessions(void **state)
 {
         (void)state;
         struct throttle *t = table(3, 5000);
-        struct ds_ftp_addr a = addr("|1|10.0.0.1|2000|");
+        struct xftp_addr a = addr("|1|10.0.0.1|2000|");
 
         for (int i = 0; i < 3; i++)
                 throttle_report(t->report_fd[1], &a);

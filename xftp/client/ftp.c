@@ -49,7 +49,8 @@ static int read_line(struct ftp *ftp, char *line, size_t room, uint64_t deadline
                                        room - 1),
                                -EPROTO;
                 int left = ftp->timeout_ms < 0 ? -1 : ds_deadline_left_ms(deadline);
-                int rc = left == 0 ? -ETIMEDOUT : ds_xconn_wait(&ftp->ctl, POLLIN, left, ftp->stop);
+                int rc =
+                    left == 0 ? -ETIMEDOUT : xftp_conn_wait(&ftp->ctl, POLLIN, left, ftp->stop);
                 if (rc == 0)
                         rc = -ETIMEDOUT;
                 if (rc < 0)
@@ -58,8 +59,8 @@ static int read_line(struct ftp *ftp, char *line, size_t room, uint64_t deadline
                                                         : "%s: waiting for a reply",
                                        ftp->host, ftp->timeout_ms),
                                rc;
-                ssize_t n = ds_xconn_recv(&ftp->ctl, ftp->in + ftp->in_len,
-                                          sizeof(ftp->in) - ftp->in_len, MSG_DONTWAIT);
+                ssize_t n = xftp_conn_recv(&ftp->ctl, ftp->in + ftp->in_len,
+                                           sizeof(ftp->in) - ftp->in_len, MSG_DONTWAIT);
                 if (n == 0)
                         return ds_fail(err, 0, "%s closed the control connection", ftp->host),
                                -ECONNRESET;
@@ -149,13 +150,13 @@ int ftp_settle(struct ftp *ftp, struct ds_error *err)
 
 static int send_line(struct ftp *ftp, const char *line, struct ds_error *err)
 {
-        struct ds_data_opts opts = {.timeout_ms = ftp->timeout_ms, .stop = ftp->stop};
+        struct xftp_data_opts opts = {.timeout_ms = ftp->timeout_ms, .stop = ftp->stop};
         char buf[FTP_LINE_MAX + 2];
         int n = snprintf(buf, sizeof(buf), "%s\r\n", line);
 
         if (n < 0 || (size_t)n >= sizeof(buf))
                 return ds_fail(err, 0, "command too long"), -ENAMETOOLONG;
-        int rc = ds_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
+        int rc = xftp_data_write_all(&ftp->ctl, buf, (size_t)n, &opts, err);
         ftp->broken |= rc < 0;
         return rc;
 }
@@ -240,8 +241,8 @@ static void note_feature(struct ftp_features *feat, const char *line)
                         bool selected = len > 0 && name[len - 1] == '*';
                         if (selected)
                                 name[len - 1] = '\0';
-                        enum ds_hash_algo algo;
-                        if (ds_hash_parse(name, &algo) == 0) {
+                        enum xftp_hash_algo algo;
+                        if (xftp_hash_parse(name, &algo) == 0) {
                                 feat->hash_algo[algo] = true;
                                 if (selected)
                                         feat->hash_selected = algo;
@@ -281,10 +282,10 @@ static int start_tls(struct ftp *ftp, const struct ftp_tls_opts *tls, struct ds_
                 return ds_fail(err, 0, "%s sent more after 234 than TLS: refused", ftp->host),
                        -EPROTO;
         if (rc >= 0)
-                rc = ds_tls_client(&ftp->tls, tls->ca_file, tls->insecure, err);
+                rc = xftp_tls_client(&ftp->tls, tls->ca_file, tls->insecure, err);
         if (rc >= 0)
-                rc = ds_tls_start(&ftp->ctl, 1, ftp->tls, false, ftp->host, NULL, ftp->timeout_ms,
-                                  ftp->stop, err);
+                rc = xftp_tls_start(&ftp->ctl, 1, ftp->tls, false, ftp->host, NULL, ftp->timeout_ms,
+                                    ftp->stop, err);
         if (rc < 0 && err->text[0] && strncmp(err->text, ftp->host, strlen(ftp->host)) != 0) {
                 char why[sizeof(err->text)];
                 snprintf(why, sizeof(why), "%s", err->text);
@@ -320,12 +321,12 @@ int ftp_data_clear(struct ftp *ftp, struct ds_error *err)
         return rc < 0 ? rc : 0;
 }
 
-int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err)
+int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct ds_error *err)
 {
         if (!ftp->tls || ftp->tls_data_clear)
                 return 0;
-        int rc = ds_tls_start(conns, n, ftp->tls, false, ftp->host, &ftp->ctl, ftp->timeout_ms,
-                              ftp->stop, err);
+        int rc = xftp_tls_start(conns, n, ftp->tls, false, ftp->host, &ftp->ctl, ftp->timeout_ms,
+                                ftp->stop, err);
         if (rc == 0)
                 ftp->data_kernel = conns[0].kernel;
         return rc;
@@ -344,16 +345,16 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         ftp->streams = 1;
         int fd = ds_net_connect(host, port, SOCK_STREAM, timeout_ms, err);
         if (fd < 0) {
-                ds_xconn_none(&ftp->ctl);
+                xftp_conn_none(&ftp->ctl);
                 return fd;
         }
-        ds_xconn_plain(&ftp->ctl, fd);
+        xftp_conn_plain(&ftp->ctl, fd);
         /* A command goes out at once, not after the ACK of the one before (Nagle). */
         int on = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        int rc = ds_ftp_addr_local(fd, &ftp->local);
+        int rc = xftp_addr_local(fd, &ftp->local);
         if (rc == 0)
-                rc = ds_ftp_addr_peer(fd, &ftp->peer);
+                rc = xftp_addr_peer(fd, &ftp->peer);
         if (rc < 0) {
                 ds_fail(err, rc, "%s: control connection", host);
                 goto failed;
@@ -386,8 +387,8 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
         read_features(ftp, err);
         return 0;
 failed:
-        ds_xconn_close(&ftp->ctl);
-        ds_tls_free(ftp->tls);
+        xftp_conn_close(&ftp->ctl);
+        xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
         return rc;
 }
@@ -403,8 +404,8 @@ void ftp_close(struct ftp *ftp)
         ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
         ftp_cmd(ftp, &ignored, "QUIT");
         ftp->timeout_ms = timeout_ms;
-        ds_xconn_close(&ftp->ctl);
-        ds_tls_free(ftp->tls);
+        xftp_conn_close(&ftp->ctl);
+        xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
 }
 
@@ -428,7 +429,7 @@ static int type_binary(struct ftp *ftp, struct ds_error *err)
 
 void ftp_drop_kept(struct ftp *ftp)
 {
-        ds_xconn_drop_all(ftp->kept, ftp->kept_n); /* the server waits for commands */
+        xftp_conn_drop_all(ftp->kept, ftp->kept_n); /* the server waits for commands */
         ftp->kept_n = 0;
 }
 
@@ -462,14 +463,14 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, bool blocks, struct ds_error 
 /* The control connection's peer at port: whatever host PASV names, a server behind NAT
  * names one we cannot reach, and a hostile one names a victim (for a server-to-server
  * copy, a victim of the other server: an FTP bounce). */
-static int passive_at(const struct ftp *ftp, uint16_t port, struct ds_ftp_addr *addr)
+static int passive_at(const struct ftp *ftp, uint16_t port, struct xftp_addr *addr)
 {
         *addr = ftp->peer;
-        ds_ftp_addr_set_port(addr, port);
+        xftp_addr_set_port(addr, port);
         return 0;
 }
 
-int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err)
+int ftp_passive_addr(struct ftp *ftp, struct xftp_addr *addr, struct ds_error *err)
 {
         int rc;
 
@@ -478,7 +479,7 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
                 if (rc < 0)
                         return rc;
                 uint16_t port;
-                if (rc == 229 && ds_ftp_parse_epsv(ftp->reply, &port) == 0)
+                if (rc == 229 && xftp_parse_epsv(ftp->reply, &port) == 0)
                         return passive_at(ftp, port, addr);
                 if (rc == 229)
                         return ds_fail(err, 0, "%s: bad EPSV reply: %.80s", ftp->host, ftp->reply),
@@ -487,27 +488,27 @@ int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error 
         rc = ftp_cmd(ftp, err, "PASV");
         if (rc < 0)
                 return rc;
-        struct ds_ftp_addr named;
-        if (rc != 227 || ds_ftp_parse_pasv(ftp->reply, &named) < 0)
+        struct xftp_addr named;
+        if (rc != 227 || xftp_parse_pasv(ftp->reply, &named) < 0)
                 return ds_fail(err, 0, "%s: PASV: %.80s", ftp->host, ftp->reply), -EPROTO;
-        return passive_at(ftp, ds_ftp_addr_port(&named), addr);
+        return passive_at(ftp, xftp_addr_port(&named), addr);
 }
 
-int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
-                const struct ds_data_opts *opts, struct ds_error *err)
+int ftp_passive(struct ftp *ftp, struct xftp_conn *conns, unsigned n,
+                const struct xftp_data_opts *opts, struct ds_error *err)
 {
-        struct ds_ftp_addr addr;
-        int fds[DS_MODEE_MAX_STREAMS];
-        int rc = n > DS_MODEE_MAX_STREAMS ? -EINVAL : ftp_passive_addr(ftp, &addr, err);
+        struct xftp_addr addr;
+        int fds[XFTP_MODEE_MAX_STREAMS];
+        int rc = n > XFTP_MODEE_MAX_STREAMS ? -EINVAL : ftp_passive_addr(ftp, &addr, err);
         if (rc == 0)
-                rc = ds_data_connect(&addr, NULL, fds, n, opts, err);
-        for (unsigned i = 0; i < n && i < DS_MODEE_MAX_STREAMS; i++)
-                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
+                rc = xftp_data_connect(&addr, NULL, fds, n, opts, err);
+        for (unsigned i = 0; i < n && i < XFTP_MODEE_MAX_STREAMS; i++)
+                rc < 0 ? xftp_conn_none(&conns[i]) : xftp_conn_plain(&conns[i], fds[i]);
         return rc;
 }
 
-int ftp_data_open(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
-                  const struct ds_data_opts *opts, bool *reused, struct ds_error *err)
+int ftp_data_open(struct ftp *ftp, struct xftp_conn *conns, unsigned n,
+                  const struct xftp_data_opts *opts, bool *reused, struct ds_error *err)
 {
         *reused = ftp->mode == 'E' && ftp->kept_n == n && n > 0;
         if (*reused) {
@@ -519,10 +520,10 @@ int ftp_data_open(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
         return ftp_passive(ftp, conns, n, opts, err);
 }
 
-void ftp_data_done(struct ftp *ftp, struct ds_xconn *conns, unsigned n, bool keep)
+void ftp_data_done(struct ftp *ftp, struct xftp_conn *conns, unsigned n, bool keep)
 {
-        if (!keep || !ftp->keep || n > DS_MODEE_MAX_STREAMS) {
-                ds_xconn_close_all(conns, n);
+        if (!keep || !ftp->keep || n > XFTP_MODEE_MAX_STREAMS) {
+                xftp_conn_close_all(conns, n);
                 return;
         }
         ftp_drop_kept(ftp);
@@ -530,13 +531,13 @@ void ftp_data_done(struct ftp *ftp, struct ds_xconn *conns, unsigned n, bool kee
         ftp->kept_n = n;
 }
 
-int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err)
+int ftp_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err)
 {
-        char arg[DS_FTP_ADDR_TEXT], cmd[DS_FTP_ADDR_TEXT + 8];
+        char arg[XFTP_ADDR_TEXT], cmd[XFTP_ADDR_TEXT + 8];
 
-        if (ds_ftp_format_port(addr, arg, sizeof(arg)) == 0)
+        if (xftp_format_port(addr, arg, sizeof(arg)) == 0)
                 snprintf(cmd, sizeof(cmd), "PORT %s", arg);
-        else if (ds_ftp_format_eprt(addr, arg, sizeof(arg)) == 0)
+        else if (xftp_format_eprt(addr, arg, sizeof(arg)) == 0)
                 snprintf(cmd, sizeof(cmd), "EPRT %s", arg);
         else
                 return ds_fail(err, 0, "no PORT for that address"), -EAFNOSUPPORT;

@@ -26,8 +26,8 @@ struct ftp_features {
         bool mdtm;
         bool parallel; /* MODE E with OPTS RETR Parallelism=N */
         bool hash;
-        bool hash_algo[DS_HASH_COUNT];
-        enum ds_hash_algo hash_selected;
+        bool hash_algo[XFTP_HASH_COUNT];
+        enum xftp_hash_algo hash_selected;
         bool rang;
         bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
         bool mfmt; /* MFMT: set a file's modification time */
@@ -49,8 +49,8 @@ struct ftp_tls_opts {
 };
 
 struct ftp {
-        struct ds_xconn ctl;     /* the control connection; every byte of it passes here */
-        struct ds_tls *tls;      /* the TLS context once AUTH TLS succeeded, else NULL */
+        struct xftp_conn ctl;    /* the control connection; every byte of it passes here */
+        struct xftp_tls *tls;    /* the TLS context once AUTH TLS succeeded, else NULL */
         bool data_kernel;        /* the last TLS data connection was the kernel's (kTLS) */
         bool tls_data_clear;     /* PROT C sent: data connections in the clear */
         bool broken;             /* a command or reply failed on the way: no more commands */
@@ -59,19 +59,19 @@ struct ftp {
         char refused_ahead[256]; /* the first refusal among them, "" for none */
         char host[256];
         uint16_t port;
-        struct ds_ftp_addr local, peer; /* the control connection's ends */
-        int timeout_ms;                 /* the deadline of a whole reply; negative: none */
+        struct xftp_addr local, peer; /* the control connection's ends */
+        int timeout_ms;               /* the deadline of a whole reply; negative: none */
         atomic_bool *stop;
         struct ftp_features feat;
         int code;                  /* the last reply's code */
         char reply[FTP_REPLY_MAX]; /* its text, lines joined by '\n' */
         char in[FTP_LINE_MAX * 2];
         size_t in_len;
-        char mode;                                  /* 'S' or 'E', as last set on the server */
-        bool type_i;                                /* TYPE I sent */
-        unsigned streams;                           /* Parallelism last set */
-        struct ds_xconn kept[DS_MODEE_MAX_STREAMS]; /* MODE E connections kept open after a
-                                                     * transfer, for the next one */
+        char mode;                                     /* 'S' or 'E', as last set on the server */
+        bool type_i;                                   /* TYPE I sent */
+        unsigned streams;                              /* Parallelism last set */
+        struct xftp_conn kept[XFTP_MODEE_MAX_STREAMS]; /* MODE E connections kept open after a
+                                                        * transfer, for the next one */
         unsigned kept_n;
         bool keep; /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
 };
@@ -85,7 +85,7 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
 /* Under TLS, the handshakes of data connections just opened (after the 1xx reply to the
  * transfer command, as RFC 4217 orders it), resuming the control connection's session;
  * nothing without TLS. Returns 0 or a negative errno with err filled and conns closed. */
-int ftp_secure_data(struct ftp *ftp, struct ds_xconn *conns, unsigned n, struct ds_error *err);
+int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct ds_error *err);
 /* Under TLS, PROT C: the next data connections in the clear (a server-to-server copy).
  * Returns 0 or a negative errno. */
 int ftp_data_clear(struct ftp *ftp, struct ds_error *err);
@@ -122,25 +122,25 @@ int ftp_prepare(struct ftp *ftp, unsigned streams, bool blocks, struct ds_error 
 /* The data connections of the next transfer: those kept from the last one (*reused: no
  * PASV, no TLS handshake; the server uses them when no PASV or PORT came), else new ones
  * by ftp_passive. Returns 0 or a negative errno. */
-int ftp_data_open(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
-                  const struct ds_data_opts *opts, bool *reused, struct ds_error *err);
+int ftp_data_open(struct ftp *ftp, struct xftp_conn *conns, unsigned n,
+                  const struct xftp_data_opts *opts, bool *reused, struct ds_error *err);
 /* After a transfer: the connections kept for the next one when keep (a MODE E transfer that
  * ended well, the server keeping them too), else closed. */
-void ftp_data_done(struct ftp *ftp, struct ds_xconn *conns, unsigned n, bool keep);
+void ftp_data_done(struct ftp *ftp, struct xftp_conn *conns, unsigned n, bool keep);
 /* Closes the kept connections. */
 void ftp_drop_kept(struct ftp *ftp);
 
 /* Passive data connections: EPSV (or PASV where EPSV is refused), then n connections to
  * the control connection's host at the port the server gave. Returns 0 or a negative
  * errno; conns get the connections. */
-int ftp_passive(struct ftp *ftp, struct ds_xconn *conns, unsigned n,
-                const struct ds_data_opts *opts, struct ds_error *err);
+int ftp_passive(struct ftp *ftp, struct xftp_conn *conns, unsigned n,
+                const struct xftp_data_opts *opts, struct ds_error *err);
 /* Asks for a passive address: EPSV or PASV; *addr gets the control connection's peer at
  * the port the server named, never a host the server named (that would make xftp, or a
  * server xftp points at it, connect to a third host). Returns 0 or a negative errno. */
-int ftp_passive_addr(struct ftp *ftp, struct ds_ftp_addr *addr, struct ds_error *err);
+int ftp_passive_addr(struct ftp *ftp, struct xftp_addr *addr, struct ds_error *err);
 /* PORT (IPv4) or EPRT to addr. Returns 0 or a negative errno. */
-int ftp_port(struct ftp *ftp, const struct ds_ftp_addr *addr, struct ds_error *err);
+int ftp_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err);
 
 /* verb ("SIZE", or xftpd's "PSIZ" for a partial upload) of path: 0 and *size, -ENOENT
  * (550), -ENOTSUP (refused), or another negative errno. */

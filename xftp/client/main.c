@@ -116,13 +116,13 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         int c;
 
         *cli = (struct cli){
-            .job = {.streams = 1, .block = DS_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
+            .job = {.streams = 1, .block = XFTP_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":P:b:rj:uR:i:qkh", longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
-                            (unsigned)ds_cli_size("-P", optarg, 1, DS_MODEE_MAX_STREAMS);
+                            (unsigned)ds_cli_size("-P", optarg, 1, XFTP_MODEE_MAX_STREAMS);
                         break;
                 case 'b':
                         cli->job.block = (size_t)ds_cli_size("-b", optarg, 4096, 256u << 20);
@@ -413,8 +413,8 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                         ftp_close(&other);
                 }
         }
-        snprintf(t->tls_version, sizeof(t->tls_version), "%s", ds_tls_version(&ftp.ctl));
-        snprintf(t->tls_cipher, sizeof(t->tls_cipher), "%s", ds_tls_cipher(&ftp.ctl));
+        snprintf(t->tls_version, sizeof(t->tls_version), "%s", xftp_tls_version(&ftp.ctl));
+        snprintf(t->tls_cipher, sizeof(t->tls_cipher), "%s", xftp_tls_cipher(&ftp.ctl));
         t->tls_kernel = ftp.data_kernel;
         ftp_close(&ftp);
         if (rc < 0) {

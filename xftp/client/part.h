@@ -37,7 +37,7 @@ struct part_origin {
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
-/* Records that the partial file *(int *)ctx is whole up to whole (ds_xfer's on_prefix). */
+/* Records that the partial file *(int *)ctx is whole up to whole (xftp_xfer's on_prefix). */
 void part_record_whole(uint64_t whole, void *ctx);
 
 /* Cuts the partial file to size, gives it the mode of a new file and, when modified is

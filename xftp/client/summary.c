@@ -114,7 +114,7 @@ static void summary_extra(struct ds_json *json, void *ctx)
         ds_json_u64(json, "block", s->job->block);
         ds_json_u64(json, "verified", t->verified);
         if (t->verified) {
-                ds_json_str(json, "hash_algo", ds_hash_name(t->last_algo));
+                ds_json_str(json, "hash_algo", xftp_hash_name(t->last_algo));
                 ds_json_str(json, "hash", t->last_hash);
         }
         ds_json_bool(json, "tls", t->tls_version[0] != '\0');

@@ -43,25 +43,25 @@ static bool kept_blocks(const struct ftp *ftp, const struct job_opts *o, uint64_
         return o->reuse && ftp->feat.keep && size < o->block;
 }
 
-static struct ds_data_opts data_opts(const struct job_opts *o)
+static struct xftp_data_opts data_opts(const struct job_opts *o)
 {
         /* Socket buffers of one block: the sender can keep a whole block in flight. */
-        return (struct ds_data_opts){
+        return (struct xftp_data_opts){
             .sockbuf = (int)o->block, .timeout_ms = o->timeout_ms, .stop = o->stop};
 }
 
-static struct ds_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset, uint64_t limit)
+static struct xftp_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset, uint64_t limit)
 {
-        return (struct ds_xfer_opts){.block = o->block,
-                                     .offset = offset,
-                                     .length = UINT64_MAX,
-                                     .limit = limit,
-                                     .idle_ms = o->timeout_ms,
-                                     .stop = o->stop,
-                                     .live = o->live,
-                                     .pool = o->pool,
-                                     .pace = o->pace,
-                                     .flags = o->no_sendfile ? DS_XFER_NO_SENDFILE : 0};
+        return (struct xftp_xfer_opts){.block = o->block,
+                                       .offset = offset,
+                                       .length = UINT64_MAX,
+                                       .limit = limit,
+                                       .idle_ms = o->timeout_ms,
+                                       .stop = o->stop,
+                                       .live = o->live,
+                                       .pool = o->pool,
+                                       .pace = o->pace,
+                                       .flags = o->no_sendfile ? XFTP_XFER_NO_SENDFILE : 0};
 }
 
 /* Reads the reply that follows a 1xx, which must be 2xx. */
@@ -100,7 +100,7 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
  * found the kept connections gone (425: closed by a firewall's idle timer, say) dropped
  * them: new ones are asked for, once. */
 static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
-                         struct ds_xconn *conns, unsigned n, const struct ds_data_opts *dopts,
+                         struct xftp_conn *conns, unsigned n, const struct xftp_data_opts *dopts,
                          struct ds_error *err)
 {
         for (;;) {
@@ -123,19 +123,19 @@ static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, 
 }
 
 /* HASH on the server and the same hash here; 0 when they match. */
-static int verify(struct ftp *ftp, const char *remote, struct ds_xfile *file, uint64_t size,
+static int verify(struct ftp *ftp, const char *remote, struct xftp_xfile *file, uint64_t size,
                   const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
         int rc = ftp_cmd(ftp, err, "HASH %s", remote);
         if (rc < 0)
                 return rc;
-        char name[32], range[64], hex[DS_HASH_HEX_MAX + 1];
-        enum ds_hash_algo algo;
+        char name[32], range[64], hex[XFTP_HASH_HEX_MAX + 1];
+        enum xftp_hash_algo algo;
         if (rc != 213 || sscanf(ftp->reply + 4, "%31s %63s %65s", name, range, hex) != 3 ||
-            ds_hash_parse(name, &algo) < 0)
+            xftp_hash_parse(name, &algo) < 0)
                 return ds_fail(err, 0, "HASH %s: %.100s", remote, ftp->reply), -EPROTO;
-        char mine[DS_HASH_HEX_MAX];
-        rc = ds_hash_file(file, algo, 0, size, o->block, o->stop, mine, NULL, err);
+        char mine[XFTP_HASH_HEX_MAX];
+        rc = xftp_hash_file(file, algo, 0, size, o->block, o->stop, mine, NULL, err);
         if (rc < 0)
                 return rc;
         if (strcasecmp(mine, hex) != 0)
@@ -157,16 +157,16 @@ static void count_file(struct job_totals *t, uint64_t resumed, unsigned streams)
 }
 
 /* Moves one file's data over the connections just opened: receive into file, or send it. */
-static int move_data(struct ftp *ftp, struct ds_xfile *file, bool receive, struct ds_xconn *conns,
-                     unsigned n, const struct ds_xfer_opts *xo, struct ds_xfer_result *result,
-                     struct ds_error *err)
+static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
+                     struct xftp_conn *conns, unsigned n, const struct xftp_xfer_opts *xo,
+                     struct xftp_xfer_result *result, struct ds_error *err)
 {
-        enum ds_xfer_mode mode = ftp->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
-        struct ds_xfer_opts sending = *xo;
-        if (mode == DS_XFER_BLOCKS && ftp->keep)
-                sending.flags |= DS_XFER_KEEP; /* the server keeps them after our EOD */
-        int rc = receive ? ds_xfer_recv_conns(file, mode, conns, n, xo, result, err)
-                         : ds_xfer_send_conns(file, mode, conns, n, &sending, result, err);
+        enum xftp_xfer_mode mode = ftp->mode == 'E' ? XFTP_XFER_BLOCKS : XFTP_XFER_STREAM;
+        struct xftp_xfer_opts sending = *xo;
+        if (mode == XFTP_XFER_BLOCKS && ftp->keep)
+                sending.flags |= XFTP_XFER_KEEP; /* the server keeps them after our EOD */
+        int rc = receive ? xftp_xfer_recv_conns(file, mode, conns, n, xo, result, err)
+                         : xftp_xfer_send_conns(file, mode, conns, n, &sending, result, err);
         /* MODE S: this close is the end of the data. MODE E kept: EOD was. */
         bool keep = rc == 0 && result->kept;
         ftp_data_done(ftp, conns, n, keep);
@@ -197,7 +197,7 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
  * the partial is kept: only when some of it is whole (prefix_end, which starts at the
  * offset resumed from), else get_file removes it. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
-                        const struct ds_xfer_result *result, const struct job_opts *o,
+                        const struct xftp_xfer_result *result, const struct job_opts *o,
                         struct ds_error *err)
 {
         unsigned long long kept = (unsigned long long)result->prefix_end;
@@ -323,7 +323,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         char part[PATH_ROOM];
         uint64_t offset;
         bool marks = false;
-        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         struct part_origin origin;
 
         int rc = learn_origin(ftp, remote, known, &origin, err);
@@ -351,20 +351,20 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 return rc;
         }
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
-        struct ds_xfile file;
-        struct ds_xfer_result result = {.prefix_end = offset};
+        struct xftp_xfile file;
+        struct xftp_xfer_result result = {.prefix_end = offset};
         /* O_DIRECT for a file of a block or more; a smaller one is written through the cache,
          * where one wait for the disk per file would cost more than the copy it saves, and
          * a batch's syncfs writes it back with the others. */
-        rc = ds_xfile_plain(&file, fd, size < o->block ? 0 : DS_XFILE_DIRECT, err);
-        struct ds_data_opts dopts = data_opts(o);
+        rc = xftp_xfile_plain(&file, fd, size < o->block ? 0 : XFTP_XFILE_DIRECT, err);
+        struct xftp_data_opts dopts = data_opts(o);
         if (rc == 0)
                 rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, size), err);
         uint64_t start_ns = ds_now_ns();
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, err);
         if (rc == 0) {
-                struct ds_xfer_opts xo = xfer_opts(o, offset, limit);
+                struct xftp_xfer_opts xo = xfer_opts(o, offset, limit);
                 xo.on_prefix = part_record_whole;
                 xo.prefix_ctx = &fd;
                 rc = move_data(ftp, &file, true, conns, n, &xo, &result, err);
@@ -383,7 +383,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         else if (rc == 0)
                 rc = part_commit(fd, part, local, result.prefix_end, timed ? &when : NULL, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
-        ds_xfile_plain_close(&file);
+        xftp_xfile_plain_close(&file);
         close(fd);
         if (rc < 0 && result.prefix_end == 0) /* as explain_get says */
                 unlink(part); /* nothing whole: no part to resume, and it was ours */
@@ -425,7 +425,7 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                       const struct listing_facts *there, const struct job_opts *o,
                       struct job_totals *t, struct ds_error *err)
 {
-        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         uint64_t offset = 0;
         struct stat st;
 
@@ -457,11 +457,11 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                                       (unsigned long long)offset, local),
                               -EINVAL);
         }
-        struct ds_xfile file;
-        struct ds_xfer_result result = {0};
-        struct ds_data_opts dopts = data_opts(o);
+        struct xftp_xfile file;
+        struct xftp_xfer_result result = {0};
+        struct xftp_data_opts dopts = data_opts(o);
         if (rc == 0) /* read through the cache: readahead beat O_DIRECT (xfile.c) */
-                rc = ds_xfile_plain(&file, fd, 0, err);
+                rc = xftp_xfile_plain(&file, fd, 0, err);
         if (rc == 0) {
                 rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, (uint64_t)st.st_size), err);
                 /* The size: in MODE S where the end is, in both the buffers it needs. Sent
@@ -474,7 +474,7 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                 if (rc == 0)
                         rc = open_transfer(ftp, "STOR", remote, offset, conns, n, &dopts, err);
                 if (rc == 0) {
-                        struct ds_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
+                        struct xftp_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
                         xo.length = (uint64_t)st.st_size - offset;
                         rc = move_data(ftp, &file, false, conns, n, &xo, &result, err);
                         t->bytes += result.bytes;
@@ -489,7 +489,7 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                         ftp_set_modified(ftp, remote, &st.st_mtim, &ignored);
                 if (rc == 0 && !o->reuse)
                         transfer_settle(ftp, o); /* a file alone: its refusal said now */
-                ds_xfile_plain_close(&file);
+                xftp_xfile_plain_close(&file);
         }
         close(fd);
         if (rc == 0)
@@ -510,8 +510,8 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
                      const struct job_opts *o, char **text, size_t *len, size_t *lines,
                      struct ds_error *err)
 {
-        struct ds_data_opts dopts = data_opts(o);
-        struct ds_xconn conn;
+        struct xftp_data_opts dopts = data_opts(o);
+        struct xftp_conn conn;
 
         dopts.sockbuf = 0;
         int rc = ftp_prepare(ftp, 1, false, err);
@@ -523,11 +523,11 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
         if (rc == 0)
                 rc = ftp_secure_data(ftp, &conn, 1, err);
         if (rc < 0) {
-                ds_xconn_close(&conn);
+                xftp_conn_close(&conn);
                 return rc;
         }
-        long got = ds_data_read_all(&conn, text, max, &dopts, err);
-        ds_xconn_close(&conn);
+        long got = xftp_data_read_all(&conn, text, max, &dopts, err);
+        xftp_conn_close(&conn);
         struct ds_error reply_err;
         rc = final_reply(ftp, verb, got < 0 ? &reply_err : err);
         if (got == -EFBIG)
@@ -567,7 +567,7 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
            const struct job_opts *o, struct job_totals *t, struct ds_error *err)
 {
         uint64_t size = 0;
-        struct ds_ftp_addr addr;
+        struct xftp_addr addr;
 
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         unsigned n = streams_for(src, o, rc == 0 ? size : UINT64_MAX);

@@ -38,7 +38,7 @@ struct job_opts {
         int timeout_ms;
         atomic_bool *stop;
         struct ds_live_segment *live;
-        struct ds_pool *pool; /* may be NULL: buffers lent to each transfer (ds_xfer_opts) */
+        struct ds_pool *pool; /* may be NULL: buffers lent to each transfer (xftp_xfer_opts) */
         struct ds_pace *pace; /* -R, may be NULL: one schedule for every file and stream */
 };
 
@@ -55,8 +55,8 @@ struct job_totals {
                                  * files: from the first file's start to the last's end */
         unsigned streams_used;  /* the most data connections one file used */
         unsigned verified;      /* files whose hash matched */
-        char last_hash[DS_HASH_HEX_MAX];
-        enum ds_hash_algo last_algo;
+        char last_hash[XFTP_HASH_HEX_MAX];
+        enum xftp_hash_algo last_algo;
         uint64_t expected; /* bytes the job should move, when known (progress) */
         _Atomic uint64_t expected_live;
         _Atomic unsigned files_live, files_expected; /* done and to do, for the progress */

@@ -43,7 +43,7 @@ static void skip_spaces(const char **p)
 }
 
 /* h1,h2,h3,h4,p1,p2 at *p, advancing p past it. */
-static int parse_six(const char **p, struct ds_ftp_addr *out)
+static int parse_six(const char **p, struct xftp_addr *out)
 {
         unsigned n[6];
 
@@ -66,10 +66,10 @@ static int parse_six(const char **p, struct ds_ftp_addr *out)
         return 0;
 }
 
-int ds_ftp_parse_port(const char *arg, struct ds_ftp_addr *out)
+int xftp_parse_port(const char *arg, struct xftp_addr *out)
 {
         const char *p = arg;
-        struct ds_ftp_addr addr;
+        struct xftp_addr addr;
 
         if (parse_six(&p, &addr) < 0)
                 return -EINVAL;
@@ -81,7 +81,7 @@ int ds_ftp_parse_port(const char *arg, struct ds_ftp_addr *out)
 }
 
 /* The IPv4 address of addr in host order (also from an IPv4-mapped IPv6 one). */
-static int ipv4_of(const struct ds_ftp_addr *addr, uint32_t *ip)
+static int ipv4_of(const struct xftp_addr *addr, uint32_t *ip)
 {
         if (addr->ss.ss_family == AF_INET) {
                 *ip = ntohl(((const struct sockaddr_in *)&addr->ss)->sin_addr.s_addr);
@@ -96,10 +96,10 @@ static int ipv4_of(const struct ds_ftp_addr *addr, uint32_t *ip)
         return -EAFNOSUPPORT;
 }
 
-int ds_ftp_format_port(const struct ds_ftp_addr *addr, char *buf, size_t len)
+int xftp_format_port(const struct xftp_addr *addr, char *buf, size_t len)
 {
         uint32_t ip;
-        uint16_t port = ds_ftp_addr_port(addr);
+        uint16_t port = xftp_addr_port(addr);
 
         if (ipv4_of(addr, &ip) < 0)
                 return -EAFNOSUPPORT;
@@ -108,7 +108,7 @@ int ds_ftp_format_port(const struct ds_ftp_addr *addr, char *buf, size_t len)
         return n > 0 && (size_t)n < len ? 0 : -ENOSPC;
 }
 
-int ds_ftp_parse_pasv(const char *reply, struct ds_ftp_addr *out)
+int xftp_parse_pasv(const char *reply, struct xftp_addr *out)
 {
         /* Past the code, the first digit starts the six numbers (RFC 1123 4.1.2.6: the
          * parentheses are not to be relied on). */
@@ -120,12 +120,12 @@ int ds_ftp_parse_pasv(const char *reply, struct ds_ftp_addr *out)
         return parse_six(&p, out);
 }
 
-int ds_ftp_parse_eprt(const char *arg, struct ds_ftp_addr *out)
+int xftp_parse_eprt(const char *arg, struct xftp_addr *out)
 {
         char delim = arg[0], host[INET6_ADDRSTRLEN];
         const char *p = arg + 1;
         unsigned af, port;
-        struct ds_ftp_addr addr = {0};
+        struct xftp_addr addr = {0};
 
         if (delim < 33 || delim > 126 || (delim >= '0' && delim <= '9'))
                 return -EINVAL;
@@ -154,14 +154,14 @@ int ds_ftp_parse_eprt(const char *arg, struct ds_ftp_addr *out)
         } else {
                 return -EAFNOSUPPORT;
         }
-        ds_ftp_addr_set_port(&addr, (uint16_t)port);
+        xftp_addr_set_port(&addr, (uint16_t)port);
         *out = addr;
         return 0;
 }
 
 /* The address of addr as text, without the port; an IPv4-mapped one as IPv4. af gets the
  * RFC 2428 family number. */
-static int host_text(const struct ds_ftp_addr *addr, char *text, size_t len, int *af)
+static int host_text(const struct xftp_addr *addr, char *text, size_t len, int *af)
 {
         uint32_t ip;
 
@@ -179,18 +179,18 @@ static int host_text(const struct ds_ftp_addr *addr, char *text, size_t len, int
                    : -ENOSPC;
 }
 
-int ds_ftp_format_eprt(const struct ds_ftp_addr *addr, char *buf, size_t len)
+int xftp_format_eprt(const struct xftp_addr *addr, char *buf, size_t len)
 {
         char text[INET6_ADDRSTRLEN];
         int af;
         int rc = host_text(addr, text, sizeof(text), &af);
         if (rc < 0)
                 return rc;
-        int n = snprintf(buf, len, "|%d|%s|%u|", af, text, ds_ftp_addr_port(addr));
+        int n = snprintf(buf, len, "|%d|%s|%u|", af, text, xftp_addr_port(addr));
         return n > 0 && (size_t)n < len ? 0 : -ENOSPC;
 }
 
-int ds_ftp_parse_epsv(const char *reply, uint16_t *port)
+int xftp_parse_epsv(const char *reply, uint16_t *port)
 {
         const char *p = strchr(reply, '(');
         unsigned value;
@@ -210,13 +210,13 @@ int ds_ftp_parse_epsv(const char *reply, uint16_t *port)
         return 0;
 }
 
-int ds_ftp_format_epsv(uint16_t port, char *buf, size_t len)
+int xftp_format_epsv(uint16_t port, char *buf, size_t len)
 {
         int n = snprintf(buf, len, "(|||%u|)", port);
         return n > 0 && (size_t)n < len ? 0 : -ENOSPC;
 }
 
-uint16_t ds_ftp_addr_port(const struct ds_ftp_addr *addr)
+uint16_t xftp_addr_port(const struct xftp_addr *addr)
 {
         if (addr->ss.ss_family == AF_INET)
                 return ntohs(((const struct sockaddr_in *)&addr->ss)->sin_port);
@@ -225,7 +225,7 @@ uint16_t ds_ftp_addr_port(const struct ds_ftp_addr *addr)
         return 0;
 }
 
-void ds_ftp_addr_set_port(struct ds_ftp_addr *addr, uint16_t port)
+void xftp_addr_set_port(struct xftp_addr *addr, uint16_t port)
 {
         if (addr->ss.ss_family == AF_INET)
                 ((struct sockaddr_in *)&addr->ss)->sin_port = htons(port);
@@ -233,7 +233,7 @@ void ds_ftp_addr_set_port(struct ds_ftp_addr *addr, uint16_t port)
                 ((struct sockaddr_in6 *)&addr->ss)->sin6_port = htons(port);
 }
 
-int ds_ftp_addr_same_host(const struct ds_ftp_addr *a, const struct ds_ftp_addr *b)
+int xftp_addr_same_host(const struct xftp_addr *a, const struct xftp_addr *b)
 {
         uint32_t ip_a, ip_b;
 
@@ -246,25 +246,25 @@ int ds_ftp_addr_same_host(const struct ds_ftp_addr *a, const struct ds_ftp_addr 
                       sizeof(struct in6_addr)) == 0;
 }
 
-const char *ds_ftp_addr_text(const struct ds_ftp_addr *addr, char *buf, size_t len)
+const char *xftp_addr_text(const struct xftp_addr *addr, char *buf, size_t len)
 {
         return ds_net_format((const struct sockaddr *)&addr->ss, addr->len, buf, len);
 }
 
-int ds_ftp_addr_local(int fd, struct ds_ftp_addr *out)
+int xftp_addr_local(int fd, struct xftp_addr *out)
 {
         out->len = sizeof(out->ss);
         return getsockname(fd, (struct sockaddr *)&out->ss, &out->len) < 0 ? -errno : 0;
 }
 
-int ds_ftp_addr_peer(int fd, struct ds_ftp_addr *out)
+int xftp_addr_peer(int fd, struct xftp_addr *out)
 {
         out->len = sizeof(out->ss);
         return getpeername(fd, (struct sockaddr *)&out->ss, &out->len) < 0 ? -errno : 0;
 }
 
 /* A TCP socket of addr's family with the data options applied. */
-static int data_socket(int family, const struct ds_data_opts *opts)
+static int data_socket(int family, const struct xftp_data_opts *opts)
 {
         int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
@@ -282,10 +282,10 @@ static int data_socket(int family, const struct ds_data_opts *opts)
 /* Binds fd to addr's host and a port of opts' range, tried from a random one on so that
  * sessions started together do not all race for the same first port. Returns 0 or a
  * negative errno (-EADDRINUSE: every port of the range is taken). */
-static int bind_in_range(int fd, struct ds_ftp_addr *addr, const struct ds_data_opts *opts)
+static int bind_in_range(int fd, struct xftp_addr *addr, const struct xftp_data_opts *opts)
 {
         if (!opts->port_lo) {
-                ds_ftp_addr_set_port(addr, 0);
+                xftp_addr_set_port(addr, 0);
                 return bind(fd, (struct sockaddr *)&addr->ss, addr->len) < 0 ? -errno : 0;
         }
         unsigned span = (unsigned)opts->port_hi - opts->port_lo + 1;
@@ -297,7 +297,7 @@ static int bind_in_range(int fd, struct ds_ftp_addr *addr, const struct ds_data_
                 return -errno;
 
         for (unsigned i = 0; i < span; i++) {
-                ds_ftp_addr_set_port(addr, (uint16_t)(opts->port_lo + (first + i) % span));
+                xftp_addr_set_port(addr, (uint16_t)(opts->port_lo + (first + i) % span));
                 if (bind(fd, (struct sockaddr *)&addr->ss, addr->len) == 0)
                         return 0;
                 if (errno != EADDRINUSE)
@@ -306,11 +306,11 @@ static int bind_in_range(int fd, struct ds_ftp_addr *addr, const struct ds_data_
         return -EADDRINUSE;
 }
 
-int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *opts,
-                   struct ds_error *err)
+int xftp_data_listen(const struct xftp_addr *local, const struct xftp_data_opts *opts,
+                     struct ds_error *err)
 {
-        struct ds_ftp_addr addr = *local;
-        char text[DS_FTP_ADDR_TEXT];
+        struct xftp_addr addr = *local;
+        char text[XFTP_ADDR_TEXT];
 
         int fd = data_socket(addr.ss.ss_family, opts);
         if (fd < 0)
@@ -320,14 +320,14 @@ int ds_data_listen(const struct ds_ftp_addr *local, const struct ds_data_opts *o
                 rc = -errno;
         if (rc < 0) {
                 close(fd);
-                ds_ftp_addr_set_port(&addr, 0);
+                xftp_addr_set_port(&addr, 0);
                 return ds_fail(err, rc, "listen for data on %s",
-                               ds_ftp_addr_text(&addr, text, sizeof(text)));
+                               xftp_addr_text(&addr, text, sizeof(text)));
         }
         return fd;
 }
 
-void ds_data_close(int *fds, unsigned n)
+void xftp_data_close(int *fds, unsigned n)
 {
         for (unsigned i = 0; i < n; i++) {
                 if (fds[i] >= 0)
@@ -336,9 +336,9 @@ void ds_data_close(int *fds, unsigned n)
         }
 }
 
-int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fds, unsigned n,
-                   const struct ds_data_opts *opts, struct ds_data_refused *refused,
-                   struct ds_error *err)
+int xftp_data_accept(int listen_fd, const struct xftp_addr *expect_peer, int *fds, unsigned n,
+                     const struct xftp_data_opts *opts, struct xftp_data_refused *refused,
+                     struct ds_error *err)
 {
         unsigned got = 0;
         uint64_t deadline = ds_deadline_in(opts->timeout_ms);
@@ -352,23 +352,23 @@ int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fd
                 if (rc == 0)
                         rc = -ETIMEDOUT;
                 if (rc < 0) {
-                        ds_data_close(fds, n);
+                        xftp_data_close(fds, n);
                         return ds_fail(err, rc == -ETIMEDOUT ? 0 : rc,
                                        rc == -ETIMEDOUT ? "no data connection within %d ms"
                                                         : "waiting for data connection %d",
                                        rc == -ETIMEDOUT ? opts->timeout_ms : (int)got + 1),
                                rc;
                 }
-                struct ds_ftp_addr peer = {.len = sizeof(peer.ss)};
+                struct xftp_addr peer = {.len = sizeof(peer.ss)};
                 int fd = accept4(listen_fd, (struct sockaddr *)&peer.ss, &peer.len, SOCK_CLOEXEC);
                 if (fd < 0) {
                         if (errno == EAGAIN || errno == ECONNABORTED || errno == EINTR)
                                 continue;
                         rc = -errno;
-                        ds_data_close(fds, n);
+                        xftp_data_close(fds, n);
                         return ds_fail(err, rc, "accept data connection");
                 }
-                if (expect_peer && !ds_ftp_addr_same_host(&peer, expect_peer)) {
+                if (expect_peer && !xftp_addr_same_host(&peer, expect_peer)) {
                         close(fd); /* someone else's connection: not ours to serve */
                         if (refused && refused->count++ == 0)
                                 refused->first = peer;
@@ -381,16 +381,16 @@ int ds_data_accept(int listen_fd, const struct ds_ftp_addr *expect_peer, int *fd
 }
 
 /* One non-blocking connect to addr, finished within timeout_ms or stopped. */
-static int connect_one(const struct ds_ftp_addr *addr, const struct ds_ftp_addr *bind_host,
-                       const struct ds_data_opts *opts)
+static int connect_one(const struct xftp_addr *addr, const struct xftp_addr *bind_host,
+                       const struct xftp_data_opts *opts)
 {
         int fd = data_socket(addr->ss.ss_family, opts);
         if (fd < 0)
                 return fd;
         int rc = 0;
         if (bind_host) {
-                struct ds_ftp_addr local = *bind_host;
-                ds_ftp_addr_set_port(&local, 0);
+                struct xftp_addr local = *bind_host;
+                xftp_addr_set_port(&local, 0);
                 if (bind(fd, (struct sockaddr *)&local.ss, local.len) < 0)
                         rc = -errno;
         }
@@ -404,34 +404,34 @@ static int connect_one(const struct ds_ftp_addr *addr, const struct ds_ftp_addr 
         return fd;
 }
 
-int ds_data_connect(const struct ds_ftp_addr *addr, const struct ds_ftp_addr *bind_host, int *fds,
-                    unsigned n, const struct ds_data_opts *opts, struct ds_error *err)
+int xftp_data_connect(const struct xftp_addr *addr, const struct xftp_addr *bind_host, int *fds,
+                      unsigned n, const struct xftp_data_opts *opts, struct ds_error *err)
 {
-        char text[DS_FTP_ADDR_TEXT];
+        char text[XFTP_ADDR_TEXT];
 
         for (unsigned i = 0; i < n; i++)
                 fds[i] = -1;
         for (unsigned i = 0; i < n; i++) {
                 int fd = connect_one(addr, bind_host, opts);
                 if (fd < 0) {
-                        ds_data_close(fds, n);
+                        xftp_data_close(fds, n);
                         return ds_fail(err, fd, "data connection to %s",
-                                       ds_ftp_addr_text(addr, text, sizeof(text)));
+                                       xftp_addr_text(addr, text, sizeof(text)));
                 }
                 fds[i] = fd;
         }
         return 0;
 }
 
-int ds_data_write_all(struct ds_xconn *conn, const void *buf, size_t len,
-                      const struct ds_data_opts *opts, struct ds_error *err)
+int xftp_data_write_all(struct xftp_conn *conn, const void *buf, size_t len,
+                        const struct xftp_data_opts *opts, struct ds_error *err)
 {
-        int rc = ds_xconn_write_all(conn, buf, len, opts->timeout_ms, opts->stop);
+        int rc = xftp_conn_write_all(conn, buf, len, opts->timeout_ms, opts->stop);
         return rc < 0 ? ds_fail(err, rc, "data send") : 0;
 }
 
-long ds_data_read_all(struct ds_xconn *conn, char **buf, size_t max,
-                      const struct ds_data_opts *opts, struct ds_error *err)
+long xftp_data_read_all(struct xftp_conn *conn, char **buf, size_t max,
+                        const struct xftp_data_opts *opts, struct ds_error *err)
 {
         size_t used = 0, room = 4096;
         char *data = malloc(room);
@@ -453,7 +453,7 @@ long ds_data_read_all(struct ds_xconn *conn, char **buf, size_t max,
                         data = bigger;
                         room *= 2;
                 }
-                ssize_t n = ds_xconn_recv(conn, data + used, room - used - 1, MSG_DONTWAIT);
+                ssize_t n = xftp_conn_recv(conn, data + used, room - used - 1, MSG_DONTWAIT);
                 if (n > 0) {
                         used += (size_t)n;
                         continue;
@@ -461,7 +461,7 @@ long ds_data_read_all(struct ds_xconn *conn, char **buf, size_t max,
                 if (n == 0)
                         break;
                 int rc = n == -EAGAIN || n == -EINTR
-                             ? ds_xconn_wait(conn, POLLIN, opts->timeout_ms, opts->stop)
+                             ? xftp_conn_wait(conn, POLLIN, opts->timeout_ms, opts->stop)
                              : (int)n;
                 if (rc <= 0) {
                         rc = rc == 0 ? -ETIMEDOUT : rc;

@@ -22,7 +22,7 @@ static uint64_t get_be64(const uint8_t *in)
         return value;
 }
 
-void ds_modee_encode(const struct ds_modee_block *block, uint8_t out[DS_MODEE_HEADER])
+void xftp_modee_encode(const struct xftp_modee_block *block, uint8_t out[XFTP_MODEE_HEADER])
 {
         out[0] = block->desc;
         put_be64(out + 1, block->count);
@@ -32,20 +32,20 @@ void ds_modee_encode(const struct ds_modee_block *block, uint8_t out[DS_MODEE_HE
 /* What a refused descriptor asks for, by its first bit the receiver does not take. */
 static const char *refused_kind(uint8_t refused)
 {
-        if (refused & DS_MODEE_RESTART)
+        if (refused & XFTP_MODEE_RESTART)
                 return "a restart marker";
-        if (refused & DS_MODEE_SUSPECT)
+        if (refused & XFTP_MODEE_SUSPECT)
                 return "suspect data";
-        if (refused & DS_MODEE_EOR)
+        if (refused & XFTP_MODEE_EOR)
                 return "a record";
         return "an unknown bit";
 }
 
-int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds_modee_block *out,
-                    struct ds_error *err)
+int xftp_modee_decode(const uint8_t in[XFTP_MODEE_HEADER], uint64_t limit,
+                      struct xftp_modee_block *out, struct ds_error *err)
 {
-        const uint8_t known = DS_MODEE_EOF | DS_MODEE_EOD | DS_MODEE_CLOSE;
-        const struct ds_modee_block block = {
+        const uint8_t known = XFTP_MODEE_EOF | XFTP_MODEE_EOD | XFTP_MODEE_CLOSE;
+        const struct xftp_modee_block block = {
             .desc = in[0],
             .count = get_be64(in + 1),
             .offset = get_be64(in + 9),
@@ -57,12 +57,12 @@ int ds_modee_decode(const uint8_t in[DS_MODEE_HEADER], uint64_t limit, struct ds
                 return ds_fail(err, 0, "block descriptor 0x%02x: %s, not accepted", block.desc,
                                refused_kind(block.desc & ~known)),
                        -EPROTO;
-        if (block.desc & DS_MODEE_EOF) {
+        if (block.desc & XFTP_MODEE_EOF) {
                 if (block.count != 0)
                         return ds_fail(err, 0, "an EOF block with %llu data bytes", count), -EPROTO;
-                if (block.offset < 1 || block.offset > DS_MODEE_MAX_STREAMS)
+                if (block.offset < 1 || block.offset > XFTP_MODEE_MAX_STREAMS)
                         return ds_fail(err, 0, "an EOF block announcing %llu connections (1 to %u)",
-                                       offset, DS_MODEE_MAX_STREAMS),
+                                       offset, XFTP_MODEE_MAX_STREAMS),
                                -EPROTO;
         } else if (block.count > 0) {
                 if (block.offset > UINT64_MAX - block.count)
@@ -94,7 +94,7 @@ static int parse_count(const char **p, unsigned *value)
         return 0;
 }
 
-int ds_modee_parse_parallelism(const char *arg, unsigned *streams)
+int xftp_modee_parse_parallelism(const char *arg, unsigned *streams)
 {
         static const char name[] = "Parallelism=";
         const char *p = arg;
@@ -113,29 +113,29 @@ int ds_modee_parse_parallelism(const char *arg, unsigned *streams)
         }
         if (*p == ';')
                 p++;
-        if (*p != '\0' || first < 1 || first > DS_MODEE_MAX_STREAMS)
+        if (*p != '\0' || first < 1 || first > XFTP_MODEE_MAX_STREAMS)
                 return -EINVAL;
         *streams = first;
         return 0;
 }
 
-int ds_modee_end_note(struct ds_modee_end *end, const struct ds_modee_block *block)
+int xftp_modee_end_note(struct xftp_modee_end *end, const struct xftp_modee_block *block)
 {
-        if (block->desc & DS_MODEE_EOF) {
+        if (block->desc & XFTP_MODEE_EOF) {
                 if (end->eods_expected != 0 || block->offset < end->eods_seen)
                         return -EPROTO;
                 end->eods_expected = (unsigned)block->offset;
         }
-        if (block->desc & DS_MODEE_EOD) {
+        if (block->desc & XFTP_MODEE_EOD) {
                 end->eods_seen++;
-                if (end->eods_seen > DS_MODEE_MAX_STREAMS ||
+                if (end->eods_seen > XFTP_MODEE_MAX_STREAMS ||
                     (end->eods_expected != 0 && end->eods_seen > end->eods_expected))
                         return -EPROTO;
         }
         return 0;
 }
 
-bool ds_modee_end_done(const struct ds_modee_end *end)
+bool xftp_modee_end_done(const struct xftp_modee_end *end)
 {
         return end->eods_expected != 0 && end->eods_seen == end->eods_expected;
 }

@@ -4,20 +4,20 @@
 #include <errno.h>
 #include <string.h>
 
-void ds_ranges_init(struct ds_ranges *r, uint64_t start, struct ds_range *slots, unsigned cap)
+void xftp_ranges_init(struct xftp_ranges *r, uint64_t start, struct xftp_range *slots, unsigned cap)
 {
-        *r = (struct ds_ranges){.prefix = start, .items = slots, .cap = cap};
+        *r = (struct xftp_ranges){.prefix = start, .items = slots, .cap = cap};
 }
 
 /* Drops items [from, to) by sliding the rest down. */
-static void drop(struct ds_ranges *r, unsigned from, unsigned to)
+static void drop(struct xftp_ranges *r, unsigned from, unsigned to)
 {
         memmove(&r->items[from], &r->items[to], (r->count - to) * sizeof(r->items[0]));
         r->count -= to - from;
 }
 
 /* The prefix grew to end: it swallows the ranges it now reaches. */
-static void grow_prefix(struct ds_ranges *r, uint64_t end)
+static void grow_prefix(struct xftp_ranges *r, uint64_t end)
 {
         unsigned reached = 0;
 
@@ -30,7 +30,7 @@ static void grow_prefix(struct ds_ranges *r, uint64_t end)
         drop(r, 0, reached);
 }
 
-int ds_ranges_add(struct ds_ranges *r, uint64_t start, uint64_t end)
+int xftp_ranges_add(struct xftp_ranges *r, uint64_t start, uint64_t end)
 {
         if (end <= start || end <= r->prefix)
                 return 0; /* nothing new */
@@ -54,7 +54,7 @@ int ds_ranges_add(struct ds_ranges *r, uint64_t start, uint64_t end)
                 if (r->count == r->cap)
                         return -E2BIG;
                 memmove(&r->items[lo + 1], &r->items[lo], (r->count - lo) * sizeof(r->items[0]));
-                r->items[lo] = (struct ds_range){start, end};
+                r->items[lo] = (struct xftp_range){start, end};
                 r->count++;
                 return 0;
         }
@@ -67,7 +67,7 @@ int ds_ranges_add(struct ds_ranges *r, uint64_t start, uint64_t end)
         return 0;
 }
 
-bool ds_ranges_whole(const struct ds_ranges *r, uint64_t *gap_start, uint64_t *gap_end)
+bool xftp_ranges_whole(const struct xftp_ranges *r, uint64_t *gap_start, uint64_t *gap_end)
 {
         if (r->count == 0)
                 return true;

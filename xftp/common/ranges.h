@@ -6,32 +6,33 @@
  * Adding is a binary search and a memmove of the table at most, no allocation: a few
  * microseconds beside a block of megabytes. A peer that scatters more disjoint ranges
  * than the table holds is refused rather than tracked without limit. */
-#ifndef DS_XFTP_RANGES_H
-#define DS_XFTP_RANGES_H
+#ifndef XFTP_RANGES_H
+#define XFTP_RANGES_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-struct ds_range {
+struct xftp_range {
         uint64_t start, end; /* [start, end) */
 };
 
-struct ds_ranges {
-        uint64_t prefix;        /* [first byte, prefix) has all arrived */
-        struct ds_range *items; /* beyond prefix: sorted, disjoint, none touching another */
+struct xftp_ranges {
+        uint64_t prefix;          /* [first byte, prefix) has all arrived */
+        struct xftp_range *items; /* beyond prefix: sorted, disjoint, none touching another */
         unsigned count, cap;
 };
 
 /* Starts tracking an upload whose first byte is start, with room for cap ranges beyond
  * the prefix in slots (the caller's, kept while r is used). */
-void ds_ranges_init(struct ds_ranges *r, uint64_t start, struct ds_range *slots, unsigned cap);
+void xftp_ranges_init(struct xftp_ranges *r, uint64_t start, struct xftp_range *slots,
+                      unsigned cap);
 
 /* Notes that [start, end) arrived; ranges that overlap or touch join into one. Returns 0,
  * or -E2BIG (r unchanged) when that would need more than cap ranges beyond the prefix. */
-int ds_ranges_add(struct ds_ranges *r, uint64_t start, uint64_t end);
+int xftp_ranges_add(struct xftp_ranges *r, uint64_t start, uint64_t end);
 
 /* True when every byte from the first up to the last that arrived has arrived. When false,
  * *gap_start and *gap_end (may be NULL) get the first range missing. */
-bool ds_ranges_whole(const struct ds_ranges *r, uint64_t *gap_start, uint64_t *gap_end);
+bool xftp_ranges_whole(const struct xftp_ranges *r, uint64_t *gap_start, uint64_t *gap_end);
 
 #endif

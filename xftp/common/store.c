@@ -50,7 +50,7 @@ const char *store_split(const char *path, char *parent, size_t len)
 
 bool store_own_name(const char *name)
 {
-        return strncmp(name, DS_STORE_OWN_PREFIX, strlen(DS_STORE_OWN_PREFIX)) == 0;
+        return strncmp(name, XFTP_STORE_OWN_PREFIX, strlen(XFTP_STORE_OWN_PREFIX)) == 0;
 }
 
 /* Appends one component to out (length *used), folding "." and "..". */
@@ -87,7 +87,7 @@ static int path_append(char *out, size_t len, size_t *used, const char *text)
         return 0;
 }
 
-int ds_store_path(const char *cwd, const char *arg, char *out, size_t len)
+int xftp_store_path(const char *cwd, const char *arg, char *out, size_t len)
 {
         size_t used = 0;
 
@@ -108,107 +108,108 @@ int ds_store_path(const char *cwd, const char *arg, char *out, size_t len)
         return 0;
 }
 
-int ds_store_open(struct ds_store **out, const char *roots, unsigned flags, struct ds_error *err)
+int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags,
+                    struct ds_error *err)
 {
         return strchr(roots, ',') ? store_stripe_open(out, roots, err)
                                   : store_dir_open(out, roots, flags, err);
 }
 
-void ds_store_close(struct ds_store *store)
+void xftp_store_close(struct xftp_store *store)
 {
         if (store)
                 store->ops->close(store);
 }
 
-unsigned ds_store_width(const struct ds_store *store)
+unsigned xftp_store_width(const struct xftp_store *store)
 {
         return store->width;
 }
 
-int ds_store_stat(struct ds_store *store, const char *path, struct ds_store_stat *st)
+int xftp_store_stat(struct xftp_store *store, const char *path, struct xftp_store_stat *st)
 {
         return store->ops->stat(store, path, st);
 }
 
-int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx)
+int xftp_store_list(struct xftp_store *store, const char *path, xftp_store_list_fn fn, void *ctx)
 {
         return store->ops->list(store, path, fn, ctx);
 }
 
-int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+int xftp_store_set_mtime(struct xftp_store *store, const char *path, int64_t sec, long nsec)
 {
         return store->ops->set_mtime(store, path, sec, nsec);
 }
 
-int ds_store_mkdir(struct ds_store *store, const char *path)
+int xftp_store_mkdir(struct xftp_store *store, const char *path)
 {
         return *path ? store->ops->mkdir(store, path) : -EEXIST;
 }
 
-int ds_store_rmdir(struct ds_store *store, const char *path)
+int xftp_store_rmdir(struct xftp_store *store, const char *path)
 {
         return *path ? store->ops->rmdir(store, path) : -EBUSY;
 }
 
-int ds_store_unlink(struct ds_store *store, const char *path)
+int xftp_store_unlink(struct xftp_store *store, const char *path)
 {
         return *path ? store->ops->unlink(store, path) : -EISDIR;
 }
 
-int ds_store_rename(struct ds_store *store, const char *from, const char *to)
+int xftp_store_rename(struct xftp_store *store, const char *from, const char *to)
 {
         if (!*from || !*to)
                 return -EBUSY;
         return store->ops->rename(store, from, to);
 }
 
-int ds_store_open_read(struct ds_store *store, const char *path, struct ds_store_file **out)
+int xftp_store_open_read(struct xftp_store *store, const char *path, struct xftp_store_file **out)
 {
         return store->ops->open_read(store, path, out);
 }
 
-int ds_store_create(struct ds_store *store, const char *path, const struct ds_store_upload *how,
-                    struct ds_store_file **out)
+int xftp_store_create(struct xftp_store *store, const char *path,
+                      const struct xftp_store_upload *how, struct xftp_store_file **out)
 {
         if (!*path)
                 return -EISDIR;
         return store->ops->create(store, path, how, out);
 }
 
-uint64_t ds_store_upload_start(const struct ds_store_file *file)
+uint64_t xftp_store_upload_start(const struct xftp_store_file *file)
 {
         return file->start;
 }
 
-void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end)
+void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
 {
         if (file->store->ops->prefix)
                 file->store->ops->prefix(file, prefix_end);
 }
 
-int ds_store_sync(struct ds_store_file *file)
+int xftp_store_sync(struct xftp_store_file *file)
 {
         return file->store->ops->sync ? file->store->ops->sync(file) : 0;
 }
 
-int ds_store_commit(struct ds_store_file *file)
+int xftp_store_commit(struct xftp_store_file *file)
 {
         return file->store->ops->commit(file);
 }
 
-void ds_store_file_close(struct ds_store_file *file, bool keep)
+void xftp_store_file_close(struct xftp_store_file *file, bool keep)
 {
         if (file)
                 file->store->ops->file_close(file, keep);
 }
 
-struct ds_xfile *ds_store_xfile(struct ds_store_file *file)
+struct xftp_xfile *xftp_store_xfile(struct xftp_store_file *file)
 {
         return &file->xfile;
 }
 
-int ds_store_partial_size(struct ds_store *store, const char *user, const char *path,
-                          uint64_t *size)
+int xftp_store_partial_size(struct xftp_store *store, const char *user, const char *path,
+                            uint64_t *size)
 {
         if (!store->ops->partial_size || !*path)
                 return -ENOENT;

@@ -2,84 +2,85 @@
  * through stripe/'s engine, behind one interface.
  *
  * Every path given to the store is relative to its root, already made canonical by
- * ds_store_path() (no leading '/', no "." or ".." component, no empty component); the
+ * xftp_store_path() (no leading '/', no "." or ".." component, no empty component); the
  * store then resolves it beneath the root with openat2(RESOLVE_BENEATH), so neither ".."
  * nor a symbolic link can lead out of it.
  *
  * Uploads are written under a hidden temporary name beside the final one (".xftpd-part."
  * and a key made of the user and the name) and renamed into place only by
- * ds_store_commit(), after fsync. A plain-directory store keeps an interrupted upload
+ * xftp_store_commit(), after fsync. A plain-directory store keeps an interrupted upload
  * there, with the length of its whole prefix, so that REST + STOR continues it; a striped
  * store discards it. Names starting with ".xftpd-" are the store's own: they are never
  * listed and every operation on them is refused. */
-#ifndef DS_XFTP_STORE_H
-#define DS_XFTP_STORE_H
+#ifndef XFTP_STORE_H
+#define XFTP_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct ds_error;
-struct ds_xfile;
+struct xftp_xfile;
 
-#define DS_STORE_PATH_MAX   1024u     /* bytes of a canonical path, NUL included */
-#define DS_STORE_OWN_PREFIX ".xftpd-" /* names the store keeps for itself */
+#define XFTP_STORE_PATH_MAX   1024u     /* bytes of a canonical path, NUL included */
+#define XFTP_STORE_OWN_PREFIX ".xftpd-" /* names the store keeps for itself */
 
-struct ds_store;
-struct ds_store_file;
+struct xftp_store;
+struct xftp_store_file;
 
-struct ds_store_stat {
+struct xftp_store_stat {
         bool dir;
         uint64_t size;
         int64_t mtime; /* seconds since the epoch */
         unsigned mode; /* permission bits */
 };
 
-enum ds_store_flags {
+enum xftp_store_flags {
         /* A plain directory's files are read with O_DIRECT where the file system takes it,
          * not through the page cache and its read-ahead. Uploads are always written with
          * O_DIRECT where taken; a striped set always goes as stripe's engine does. */
-        DS_STORE_DIRECT_READS = 1u << 0,
+        XFTP_STORE_DIRECT_READS = 1u << 0,
 };
 
 /* Opens the store on roots, "DIR" or "DIR,DIR,..." (two or more: a striped set, the
- * directories on different disks), flags from enum ds_store_flags. Returns 0 or a
+ * directories on different disks), flags from enum xftp_store_flags. Returns 0 or a
  * negative errno with err filled. */
-int ds_store_open(struct ds_store **out, const char *roots, unsigned flags, struct ds_error *err);
-void ds_store_close(struct ds_store *store);
+int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags,
+                    struct ds_error *err);
+void xftp_store_close(struct xftp_store *store);
 /* 1 for a plain directory, the stripe width for a striped set. */
-unsigned ds_store_width(const struct ds_store *store);
+unsigned xftp_store_width(const struct xftp_store *store);
 
 /* Joins arg (a client's path: absolute from the root, or relative to cwd) to cwd (itself
  * canonical) and folds "." and ".." lexically, ".." stopping at the root as it does at
  * "/". Bytes below 0x20 and 0x7f are refused (-EINVAL), as is a result longer than len
  * (-ENAMETOOLONG) or one naming the store's own files (-EPERM). out is "" for the root. */
-int ds_store_path(const char *cwd, const char *arg, char *out, size_t len);
+int xftp_store_path(const char *cwd, const char *arg, char *out, size_t len);
 
 /* Facts about path. Returns 0, -ENOENT, or another negative errno. */
-int ds_store_stat(struct ds_store *store, const char *path, struct ds_store_stat *st);
+int xftp_store_stat(struct xftp_store *store, const char *path, struct xftp_store_stat *st);
 
 /* Calls fn for each entry of the directory path (not ".", "..", nor the store's own
  * files), in directory order. A non-zero return from fn stops the walk and is returned. */
-typedef int (*ds_store_list_fn)(const char *name, const struct ds_store_stat *st, void *ctx);
-int ds_store_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx);
+typedef int (*xftp_store_list_fn)(const char *name, const struct xftp_store_stat *st, void *ctx);
+int xftp_store_list(struct xftp_store *store, const char *path, xftp_store_list_fn fn, void *ctx);
 
 /* Sets the modification time of the file path (not a directory) to sec and nsec since
- * the epoch, where ds_store_stat reads it. Returns 0, -ENOENT, -EISDIR, or a negative
+ * the epoch, where xftp_store_stat reads it. Returns 0, -ENOENT, -EISDIR, or a negative
  * errno. */
-int ds_store_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec);
+int xftp_store_set_mtime(struct xftp_store *store, const char *path, int64_t sec, long nsec);
 
-int ds_store_mkdir(struct ds_store *store, const char *path);
-int ds_store_rmdir(struct ds_store *store, const char *path);
-int ds_store_unlink(struct ds_store *store, const char *path);
+int xftp_store_mkdir(struct xftp_store *store, const char *path);
+int xftp_store_rmdir(struct xftp_store *store, const char *path);
+int xftp_store_unlink(struct xftp_store *store, const char *path);
 /* Renames from to to; to must not be the root. Replaces a file, not a directory. */
-int ds_store_rename(struct ds_store *store, const char *from, const char *to);
+int xftp_store_rename(struct xftp_store *store, const char *from, const char *to);
 
 /* Opens a file to send. Returns 0 and *out, -EISDIR, -ENOENT, or a negative errno. */
-int ds_store_open_read(struct ds_store *store, const char *path, struct ds_store_file **out);
+int xftp_store_open_read(struct xftp_store *store, const char *path, struct xftp_store_file **out);
 
 /* How an upload starts. */
-struct ds_store_upload {
+struct xftp_store_upload {
         const char *user; /* keys the temporary name: users never share a partial */
         uint64_t offset;  /* REST: continue a partial of at least this many whole bytes,
                            * or keep this many bytes of the committed file */
@@ -87,32 +88,32 @@ struct ds_store_upload {
 };
 
 /* Starts an upload to path under its temporary name; where the upload's first byte goes
- * is ds_store_upload_start(). Returns 0 and *out; -ERANGE when offset is beyond what can
+ * is xftp_store_upload_start(). Returns 0 and *out; -ERANGE when offset is beyond what can
  * be continued; -EOPNOTSUPP for offset or append on a striped store; -EISDIR. */
-int ds_store_create(struct ds_store *store, const char *path, const struct ds_store_upload *how,
-                    struct ds_store_file **out);
+int xftp_store_create(struct xftp_store *store, const char *path,
+                      const struct xftp_store_upload *how, struct xftp_store_file **out);
 /* The offset the upload's data starts at (offset, or the committed size for append). */
-uint64_t ds_store_upload_start(const struct ds_store_file *file);
+uint64_t xftp_store_upload_start(const struct xftp_store_file *file);
 /* Records that bytes [0, prefix_end) of the upload are written, the resume point a later
  * REST may ask for. Cheap enough to call for every block. */
-void ds_store_upload_prefix(struct ds_store_file *file, uint64_t prefix_end);
+void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end);
 /* Syncs the upload, once all its data is written, ahead of its commit, where the store
  * can do that apart (a plain directory; a striped set syncs in its commit); the commit
  * then does not sync it again. Returns 0 or a negative errno; after a failure the upload
  * cannot be committed (the commit returns the same error). */
-int ds_store_sync(struct ds_store_file *file);
+int xftp_store_sync(struct xftp_store_file *file);
 /* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
-int ds_store_commit(struct ds_store_file *file);
+int xftp_store_commit(struct xftp_store_file *file);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store
  * then keeps it for REST). */
-void ds_store_file_close(struct ds_store_file *file, bool keep);
+void xftp_store_file_close(struct xftp_store_file *file, bool keep);
 
 /* The file for the transfer pipeline (xfer.h); owned by the store file. */
-struct ds_xfile *ds_store_xfile(struct ds_store_file *file);
+struct xftp_xfile *xftp_store_xfile(struct xftp_store_file *file);
 
 /* How many whole bytes a partial upload of path by user holds: what REST may continue.
  * Returns 0, or -ENOENT when there is none. */
-int ds_store_partial_size(struct ds_store *store, const char *user, const char *path,
-                          uint64_t *size);
+int xftp_store_partial_size(struct xftp_store *store, const char *user, const char *path,
+                            uint64_t *size);
 
 #endif

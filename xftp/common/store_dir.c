@@ -19,18 +19,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PART_PREFIX  DS_STORE_OWN_PREFIX "part."
+#define PART_PREFIX  XFTP_STORE_OWN_PREFIX "part."
 #define MARK_LEN     21   /* 20 digits and a newline */
 #define LOCK_WAIT_MS 5000 /* how long an upload waits for the one before it to end */
 
 struct dir_store {
-        struct ds_store base;
+        struct xftp_store base;
         int root_fd;
-        unsigned read_flags; /* for ds_xfile_plain: DS_XFILE_DIRECT or 0 */
+        unsigned read_flags; /* for xftp_xfile_plain: XFTP_XFILE_DIRECT or 0 */
 };
 
 struct dir_file {
-        struct ds_store_file base;
+        struct xftp_store_file base;
         int fd;
         int parent_fd; /* uploads: the directory the file lands in */
         int mark_fd;   /* uploads: the resume point's file, made when first written */
@@ -40,13 +40,13 @@ struct dir_file {
         bool upload;
         bool fresh; /* the upload made or emptied its temporary file (not continuing one) */
         bool committed;
-        int synced; /* ds_store_sync's result: 1 synced, a negative errno, 0 not yet */
+        int synced; /* xftp_store_sync's result: 1 synced, a negative errno, 0 not yet */
         char leaf[256];
         char part[64];
         char mark[64];
 };
 
-static int root_of(struct ds_store *store)
+static int root_of(struct xftp_store *store)
 {
         return ((struct dir_store *)store)->root_fd;
 }
@@ -55,9 +55,9 @@ static int root_of(struct ds_store *store)
  * the fsync before commit. Reads go through the page cache unless asked: in two runs its
  * read-ahead served a get 1.36 times as fast as O_DIRECT, then 0.93 times (noise), and a
  * hot file is read from memory (bench/xftpd-direct.sh). */
-static unsigned xfile_flags(struct ds_store *store, bool upload)
+static unsigned xfile_flags(struct xftp_store *store, bool upload)
 {
-        return upload ? DS_XFILE_DIRECT : ((struct dir_store *)store)->read_flags;
+        return upload ? XFTP_XFILE_DIRECT : ((struct dir_store *)store)->read_flags;
 }
 
 static int close_keep(int fd, int rc)
@@ -69,9 +69,9 @@ static int close_keep(int fd, int rc)
 
 /* Opens the directory holding path (for the *at calls) and points *leaf at its last
  * component. Returns the descriptor or a negative errno. */
-static int open_parent(struct ds_store *store, const char *path, const char **leaf)
+static int open_parent(struct xftp_store *store, const char *path, const char **leaf)
 {
-        char parent[DS_STORE_PATH_MAX];
+        char parent[XFTP_STORE_PATH_MAX];
 
         *leaf = store_split(path, parent, sizeof(parent));
         if (strlen(*leaf) > 255)
@@ -79,7 +79,7 @@ static int open_parent(struct ds_store *store, const char *path, const char **le
         return store_openat2(root_of(store), parent, O_RDONLY | O_DIRECTORY, 0);
 }
 
-static void fill_stat(const struct stat *sb, struct ds_store_stat *st)
+static void fill_stat(const struct stat *sb, struct xftp_store_stat *st)
 {
         st->dir = S_ISDIR(sb->st_mode);
         st->size = S_ISREG(sb->st_mode) ? (uint64_t)sb->st_size : 0;
@@ -87,7 +87,7 @@ static void fill_stat(const struct stat *sb, struct ds_store_stat *st)
         st->mode = sb->st_mode & 07777;
 }
 
-static int dir_stat(struct ds_store *store, const char *path, struct ds_store_stat *st)
+static int dir_stat(struct xftp_store *store, const char *path, struct xftp_store_stat *st)
 {
         struct stat sb;
         int fd = store_openat2(root_of(store), path, O_PATH, 0);
@@ -103,7 +103,7 @@ static int dir_stat(struct ds_store *store, const char *path, struct ds_store_st
 
 /* One entry; a symbolic link counts as what it names, and not at all when that lies
  * outside the root or is gone. Returns 0 and st, or -ENOENT to skip the entry. */
-static int entry_stat(int dir_fd, const char *name, struct ds_store_stat *st)
+static int entry_stat(int dir_fd, const char *name, struct xftp_store_stat *st)
 {
         struct stat sb;
 
@@ -124,7 +124,7 @@ static int entry_stat(int dir_fd, const char *name, struct ds_store_stat *st)
         return 0;
 }
 
-static int dir_list(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx)
+static int dir_list(struct xftp_store *store, const char *path, xftp_store_list_fn fn, void *ctx)
 {
         int fd = store_openat2(root_of(store), path, O_RDONLY | O_DIRECTORY, 0);
         if (fd < 0)
@@ -136,7 +136,7 @@ static int dir_list(struct ds_store *store, const char *path, ds_store_list_fn f
         int rc = 0;
         struct dirent *entry;
         while (rc == 0 && (entry = readdir(dir))) {
-                struct ds_store_stat st;
+                struct xftp_store_stat st;
                 const char *name = entry->d_name;
                 if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || store_own_name(name))
                         continue;
@@ -149,7 +149,7 @@ static int dir_list(struct ds_store *store, const char *path, ds_store_list_fn f
 
 /* The file as opened beneath the root (a link inside it counts as what it names), so the
  * time lands on what MDTM and listings stat. */
-static int dir_set_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+static int dir_set_mtime(struct xftp_store *store, const char *path, int64_t sec, long nsec)
 {
         struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
                                     {.tv_sec = (time_t)sec, .tv_nsec = nsec}};
@@ -166,7 +166,7 @@ static int dir_set_mtime(struct ds_store *store, const char *path, int64_t sec, 
         return close_keep(fd, rc);
 }
 
-static int dir_mkdir(struct ds_store *store, const char *path)
+static int dir_mkdir(struct xftp_store *store, const char *path)
 {
         const char *leaf;
         int parent = open_parent(store, path, &leaf);
@@ -287,7 +287,7 @@ static int remove_partials(int dir_fd, const char *stem, bool only)
 
 /* A directory that holds only partials no upload holds is empty to the client (listings
  * hide them): they go, then the directory. One an upload holds keeps it (ENOTEMPTY). */
-static int dir_rmdir(struct ds_store *store, const char *path)
+static int dir_rmdir(struct xftp_store *store, const char *path)
 {
         const char *leaf;
         int parent = open_parent(store, path, &leaf);
@@ -305,7 +305,7 @@ static int dir_rmdir(struct ds_store *store, const char *path)
 /* DELE removes the name and what uploads of it left (every user's: no other command
  * reaches another user's partial); a running upload of it keeps its partial and may
  * still commit. The name absent but a partial removed counts as done. */
-static int dir_unlink(struct ds_store *store, const char *path)
+static int dir_unlink(struct xftp_store *store, const char *path)
 {
         char stem[64];
         const char *leaf;
@@ -322,7 +322,7 @@ static int dir_unlink(struct ds_store *store, const char *path)
         return close_keep(parent, rc);
 }
 
-static int dir_rename(struct ds_store *store, const char *from, const char *to)
+static int dir_rename(struct xftp_store *store, const char *from, const char *to)
 {
         const char *from_leaf, *to_leaf;
         struct stat sb;
@@ -343,7 +343,7 @@ static int dir_rename(struct ds_store *store, const char *from, const char *to)
 }
 
 /* A file open for reading, around fd (closed on failure). */
-static int file_wrap(int fd, struct ds_store *store, struct dir_file **out)
+static int file_wrap(int fd, struct xftp_store *store, struct dir_file **out)
 {
         struct ds_error err;
         struct dir_file *file = calloc(1, sizeof(*file));
@@ -354,7 +354,7 @@ static int file_wrap(int fd, struct ds_store *store, struct dir_file **out)
         file->fd = fd;
         file->parent_fd = -1;
         file->mark_fd = -1;
-        int rc = ds_xfile_plain(&file->base.xfile, fd, xfile_flags(store, false), &err);
+        int rc = xftp_xfile_plain(&file->base.xfile, fd, xfile_flags(store, false), &err);
         if (rc < 0) {
                 free(file);
                 return close_keep(fd, rc);
@@ -363,7 +363,7 @@ static int file_wrap(int fd, struct ds_store *store, struct dir_file **out)
         return 0;
 }
 
-static int dir_open_read(struct ds_store *store, const char *path, struct ds_store_file **out)
+static int dir_open_read(struct xftp_store *store, const char *path, struct xftp_store_file **out)
 {
         struct stat sb;
         /* O_NONBLOCK: opening a FIFO someone put in the store must not wait for a writer. */
@@ -448,7 +448,7 @@ static int read_mark(int parent, const char *mark, int part_fd, uint64_t *size)
         return 0;
 }
 
-static void dir_prefix(struct ds_store_file *base, uint64_t prefix_end)
+static void dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
 {
         struct dir_file *file = (struct dir_file *)base;
         char text[MARK_LEN + 1];
@@ -523,7 +523,7 @@ static int copy_committed(struct dir_file *file, uint64_t len)
 
 /* Where the upload starts in its locked partial (file->fd): a partial continued, the
  * committed file's bytes kept, or an empty file. Returns 0 with file->base.start set. */
-static int start_upload(struct dir_file *file, const struct ds_store_upload *how)
+static int start_upload(struct dir_file *file, const struct xftp_store_upload *how)
 {
         struct stat sb;
         uint64_t whole = 0;
@@ -551,8 +551,8 @@ static int start_upload(struct dir_file *file, const struct ds_store_upload *how
         return keep > 0 ? copy_committed(file, keep) : 0;
 }
 
-static int dir_create(struct ds_store *store, const char *path, const struct ds_store_upload *how,
-                      struct ds_store_file **out)
+static int dir_create(struct xftp_store *store, const char *path,
+                      const struct xftp_store_upload *how, struct xftp_store_file **out)
 {
         const char *leaf;
         struct dir_file *file = calloc(1, sizeof(*file));
@@ -572,7 +572,7 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
                 rc = start_upload(file, how);
         struct ds_error err;
         if (rc >= 0)
-                rc = ds_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store, true), &err);
+                rc = xftp_xfile_plain(&file->base.xfile, file->fd, xfile_flags(store, true), &err);
         if (rc < 0) {
                 file->base.xfile.ops = NULL;
                 store->ops->file_close(&file->base, !file->fresh);
@@ -587,7 +587,7 @@ static int dir_create(struct ds_store *store, const char *path, const struct ds_
 
 /* A second fsync of a file already synced still costs a flush of the disk's cache: 0.5 ms
  * of each small upload on a virtio disk here. */
-static int dir_sync(struct ds_store_file *base)
+static int dir_sync(struct xftp_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
 
@@ -596,7 +596,7 @@ static int dir_sync(struct ds_store_file *base)
         return file->synced < 0 ? file->synced : 0;
 }
 
-static int dir_commit(struct ds_store_file *base)
+static int dir_commit(struct xftp_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
         int rc = dir_sync(base);
@@ -619,12 +619,12 @@ static int dir_commit(struct ds_store_file *base)
         return fsync(file->parent_fd) < 0 ? -errno : 0;
 }
 
-static void dir_file_close(struct ds_store_file *base, bool keep)
+static void dir_file_close(struct xftp_store_file *base, bool keep)
 {
         struct dir_file *file = (struct dir_file *)base;
 
         if (file->base.xfile.ops)
-                ds_xfile_plain_close(&file->base.xfile);
+                xftp_xfile_plain_close(&file->base.xfile);
         struct stat sb;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
                 dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
@@ -639,7 +639,7 @@ static void dir_file_close(struct ds_store_file *base, bool keep)
         free(file);
 }
 
-static int dir_partial_size(struct ds_store *store, const char *user, const char *path,
+static int dir_partial_size(struct xftp_store *store, const char *user, const char *path,
                             uint64_t *size)
 {
         char part[64], mark[64];
@@ -656,13 +656,13 @@ static int dir_partial_size(struct ds_store *store, const char *user, const char
         return close_keep(parent, rc);
 }
 
-static void dir_close(struct ds_store *store)
+static void dir_close(struct xftp_store *store)
 {
         close(root_of(store));
         free(store);
 }
 
-static const struct ds_store_ops dir_ops = {
+static const struct xftp_store_ops dir_ops = {
     .close = dir_close,
     .stat = dir_stat,
     .list = dir_list,
@@ -680,7 +680,7 @@ static const struct ds_store_ops dir_ops = {
     .partial_size = dir_partial_size,
 };
 
-int store_dir_open(struct ds_store **out, const char *root, unsigned flags, struct ds_error *err)
+int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, struct ds_error *err)
 {
         struct dir_store *store = calloc(1, sizeof(*store));
 
@@ -694,7 +694,7 @@ int store_dir_open(struct ds_store **out, const char *root, unsigned flags, stru
         }
         store->base.ops = &dir_ops;
         store->base.width = 1;
-        store->read_flags = flags & DS_STORE_DIRECT_READS ? DS_XFILE_DIRECT : 0;
+        store->read_flags = flags & XFTP_STORE_DIRECT_READS ? XFTP_XFILE_DIRECT : 0;
         *out = &store->base;
         return 0;
 }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 struct stripe_store {
-        struct ds_store base;
+        struct xftp_store base;
         int root_fds[DS_STRIPE_MAX_WIDTH];
 };
 
@@ -31,7 +31,7 @@ struct stripe_dir {
 };
 
 struct stripe_file {
-        struct ds_store_file base;
+        struct xftp_store_file base;
         struct ds_stripe *stripe;
         struct stripe_dir dir; /* the engine names members through these until close */
         uint64_t size;
@@ -46,7 +46,7 @@ static void dir_close(struct stripe_dir *dir)
 }
 
 /* Opens path (a directory) beneath every root. Returns 0 or a negative errno. */
-static int dir_open(struct ds_store *base, const char *path, struct stripe_dir *dir)
+static int dir_open(struct xftp_store *base, const char *path, struct stripe_dir *dir)
 {
         struct stripe_store *store = (struct stripe_store *)base;
 
@@ -64,10 +64,10 @@ static int dir_open(struct ds_store *base, const char *path, struct stripe_dir *
         return 0;
 }
 
-static int parent_open(struct ds_store *store, const char *path, struct stripe_dir *dir,
+static int parent_open(struct xftp_store *store, const char *path, struct stripe_dir *dir,
                        const char **leaf)
 {
-        char parent[DS_STORE_PATH_MAX];
+        char parent[XFTP_STORE_PATH_MAX];
 
         *leaf = store_split(path, parent, sizeof(parent));
         if (ds_stripe_name_check(*leaf, NULL) < 0)
@@ -76,7 +76,7 @@ static int parent_open(struct ds_store *store, const char *path, struct stripe_d
 }
 
 /* Size and time of the striped file leaf in dir. */
-static int file_stat(struct stripe_dir *dir, const char *leaf, struct ds_store_stat *st)
+static int file_stat(struct stripe_dir *dir, const char *leaf, struct xftp_store_stat *st)
 {
         struct ds_stripe *stripe;
         struct ds_stripe_info info;
@@ -92,23 +92,23 @@ static int file_stat(struct stripe_dir *dir, const char *leaf, struct ds_store_s
                 return rc;
         ds_stripe_stat(stripe, &info);
         ds_stripe_close(stripe, NULL);
-        *st = (struct ds_store_stat){
+        *st = (struct xftp_store_stat){
             .size = info.size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
         return 0;
 }
 
-static int dir_stat_one(int fd, struct ds_store_stat *st)
+static int dir_stat_one(int fd, struct xftp_store_stat *st)
 {
         struct stat sb;
 
         if (fstat(fd, &sb) < 0)
                 return -errno;
-        *st = (struct ds_store_stat){
+        *st = (struct xftp_store_stat){
             .dir = true, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
         return 0;
 }
 
-static int sstat(struct ds_store *store, const char *path, struct ds_store_stat *st)
+static int sstat(struct xftp_store *store, const char *path, struct xftp_store_stat *st)
 {
         struct stripe_dir dir;
         const char *leaf;
@@ -127,11 +127,11 @@ static int sstat(struct ds_store *store, const char *path, struct ds_store_stat 
 }
 
 /* A striped file's time is its member 0's (file_stat), so that is the one set. */
-static int sset_mtime(struct ds_store *store, const char *path, int64_t sec, long nsec)
+static int sset_mtime(struct xftp_store *store, const char *path, int64_t sec, long nsec)
 {
         struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
                                     {.tv_sec = (time_t)sec, .tv_nsec = nsec}};
-        struct ds_store_stat st;
+        struct xftp_store_stat st;
         struct stripe_dir dir;
         const char *leaf;
 
@@ -151,7 +151,7 @@ static int sset_mtime(struct ds_store *store, const char *path, int64_t sec, lon
 
 struct list_ctx {
         struct stripe_dir *dir;
-        ds_store_list_fn fn;
+        xftp_store_list_fn fn;
         void *ctx;
         bool leftovers; /* members of an upload cut short were seen */
 };
@@ -167,12 +167,12 @@ static int list_file(const struct ds_stripe_entry *entry, void *arg)
         if (entry->state != DS_STRIPE_OK || store_own_name(name) ||
             fstatat(l->dir->fds[0], name, &sb, 0) < 0)
                 return 0;
-        struct ds_store_stat st = {
+        struct xftp_store_stat st = {
             .size = info->size, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
         return l->fn(name, &st, l->ctx);
 }
 
-static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, void *ctx)
+static int slist(struct xftp_store *store, const char *path, xftp_store_list_fn fn, void *ctx)
 {
         struct stripe_dir dir;
         int rc = dir_open(store, path, &dir);
@@ -188,13 +188,13 @@ static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, 
         }
         struct dirent *entry;
         while (rc == 0 && d && (entry = readdir(d))) {
-                struct ds_store_stat st;
+                struct xftp_store_stat st;
                 struct stat sb;
                 const char *name = entry->d_name;
                 if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || store_own_name(name) ||
                     fstatat(dir.fds[0], name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
                         continue;
-                st = (struct ds_store_stat){
+                st = (struct xftp_store_stat){
                     .dir = true, .mtime = sb.st_mtim.tv_sec, .mode = sb.st_mode & 07777};
                 rc = fn(name, &st, ctx);
         }
@@ -213,8 +213,8 @@ static int slist(struct ds_store *store, const char *path, ds_store_list_fn fn, 
 }
 
 /* Runs op on leaf in every root's parent directory; mkdir undoes itself on failure. */
-static int each_root(struct ds_store *store, const char *path, int (*op)(int fd, const char *leaf),
-                     int (*undo)(int fd, const char *leaf))
+static int each_root(struct xftp_store *store, const char *path,
+                     int (*op)(int fd, const char *leaf), int (*undo)(int fd, const char *leaf))
 {
         struct stripe_dir dir;
         const char *leaf;
@@ -242,14 +242,14 @@ static int op_rmdir(int fd, const char *leaf)
         return unlinkat(fd, leaf, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
-static int smkdir(struct ds_store *store, const char *path)
+static int smkdir(struct xftp_store *store, const char *path)
 {
         return each_root(store, path, op_mkdir, op_rmdir);
 }
 
 /* Removes what uploads cut short left in path (members no running upload holds): they
  * are the store's own and would keep the directory from being removed. */
-static void sweep_dir(struct ds_store *store, const char *path)
+static void sweep_dir(struct xftp_store *store, const char *path)
 {
         struct stripe_dir dir;
 
@@ -259,7 +259,7 @@ static void sweep_dir(struct ds_store *store, const char *path)
         }
 }
 
-static int srmdir(struct ds_store *store, const char *path)
+static int srmdir(struct xftp_store *store, const char *path)
 {
         sweep_dir(store, path);
         return each_root(store, path, op_rmdir, NULL);
@@ -268,10 +268,10 @@ static int srmdir(struct ds_store *store, const char *path)
 /* sweep_dir over the whole tree, confined beneath the roots like every other walk, at
  * most SWEEP_DEPTH directories deep. */
 #define SWEEP_DEPTH 64
-static void sweep_tree(struct ds_store *store, const char *path, unsigned depth)
+static void sweep_tree(struct xftp_store *store, const char *path, unsigned depth)
 {
         struct stripe_store *stripe_store = (struct stripe_store *)store;
-        char child[DS_STORE_PATH_MAX];
+        char child[XFTP_STORE_PATH_MAX];
         struct dirent *entry;
         struct stat sb;
 
@@ -295,7 +295,7 @@ static void sweep_tree(struct ds_store *store, const char *path, unsigned depth)
         closedir(d);
 }
 
-static int sunlink(struct ds_store *store, const char *path)
+static int sunlink(struct xftp_store *store, const char *path)
 {
         struct stripe_dir dir;
         const char *leaf;
@@ -352,7 +352,7 @@ static int rename_dir(struct stripe_dir *src, const char *from_leaf, struct stri
         return rc;
 }
 
-static int srename(struct ds_store *store, const char *from, const char *to)
+static int srename(struct xftp_store *store, const char *from, const char *to)
 {
         struct stripe_dir src, dst;
         const char *from_leaf, *to_leaf;
@@ -391,19 +391,19 @@ static int srename(struct ds_store *store, const char *from, const char *to)
         return rc;
 }
 
-static struct ds_stripe *stripe_of(struct ds_xfile *xfile)
+static struct ds_stripe *stripe_of(struct xftp_xfile *xfile)
 {
         return ((struct stripe_file *)xfile->impl)->stripe;
 }
 
-static ssize_t sx_read_at(struct ds_xfile *xfile, void *buf, size_t len, uint64_t offset)
+static ssize_t sx_read_at(struct xftp_xfile *xfile, void *buf, size_t len, uint64_t offset)
 {
         size_t done = 0;
         int rc = ds_stripe_pread(stripe_of(xfile), buf, len, offset, &done, NULL);
         return rc < 0 ? rc : (ssize_t)done;
 }
 
-static int sx_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint64_t offset)
+static int sx_write_at(struct xftp_xfile *xfile, const void *buf, size_t len, uint64_t offset)
 {
         struct stripe_file *file = xfile->impl;
         int rc = ds_stripe_pwrite(file->stripe, buf, len, offset, NULL);
@@ -412,13 +412,13 @@ static int sx_write_at(struct ds_xfile *xfile, const void *buf, size_t len, uint
         return rc;
 }
 
-static int sx_size(struct ds_xfile *xfile, uint64_t *size)
+static int sx_size(struct xftp_xfile *xfile, uint64_t *size)
 {
         *size = ((struct stripe_file *)xfile->impl)->size;
         return 0;
 }
 
-static int sx_sync(struct ds_xfile *xfile)
+static int sx_sync(struct xftp_xfile *xfile)
 {
         return ds_stripe_fsync(stripe_of(xfile), NULL);
 }
@@ -427,7 +427,7 @@ static int sx_sync(struct ds_xfile *xfile)
  * the next piece queued while the one before is checksummed and handed on. The size grows
  * at the start, as the engine's does; a write that then fails fails the upload, which a
  * striped store never keeps. */
-static int sx_start_io(struct ds_xfile *xfile, bool write, void *buf, size_t len, uint64_t offset)
+static int sx_start_io(struct xftp_xfile *xfile, bool write, void *buf, size_t len, uint64_t offset)
 {
         struct stripe_file *file = xfile->impl;
         int ticket = write ? ds_stripe_submit_write(file->stripe, buf, len, offset, NULL)
@@ -437,24 +437,24 @@ static int sx_start_io(struct ds_xfile *xfile, bool write, void *buf, size_t len
         return ticket;
 }
 
-static ssize_t sx_finish_io(struct ds_xfile *xfile, int ticket)
+static ssize_t sx_finish_io(struct xftp_xfile *xfile, int ticket)
 {
         size_t done = 0;
         int rc = ds_stripe_wait(stripe_of(xfile), ticket, &done, NULL);
         return rc < 0 ? rc : (ssize_t)done;
 }
 
-static const struct ds_xfile_ops stripe_xfile_ops = {.read_at = sx_read_at,
-                                                     .write_at = sx_write_at,
-                                                     .size = sx_size,
-                                                     .sync = sx_sync,
-                                                     .start_io = sx_start_io,
-                                                     .finish_io = sx_finish_io};
+static const struct xftp_xfile_ops stripe_xfile_ops = {.read_at = sx_read_at,
+                                                       .write_at = sx_write_at,
+                                                       .size = sx_size,
+                                                       .sync = sx_sync,
+                                                       .start_io = sx_start_io,
+                                                       .finish_io = sx_finish_io};
 
 /* Opens (create false) or creates the striped file path, its directories kept open
  * with it. */
-static int file_open(struct ds_store *store, const char *path, bool create,
-                     struct ds_store_file **out)
+static int file_open(struct xftp_store *store, const char *path, bool create,
+                     struct xftp_store_file **out)
 {
         struct stripe_dir dir;
         struct stat sb;
@@ -486,25 +486,25 @@ static int file_open(struct ds_store *store, const char *path, bool create,
         file->size = info.size;
         file->base.store = store;
         file->base.xfile =
-            (struct ds_xfile){.ops = &stripe_xfile_ops, .impl = file, .fd = -1, .direct_fd = -1};
+            (struct xftp_xfile){.ops = &stripe_xfile_ops, .impl = file, .fd = -1, .direct_fd = -1};
         *out = &file->base;
         return 0;
 }
 
-static int sopen_read(struct ds_store *store, const char *path, struct ds_store_file **out)
+static int sopen_read(struct xftp_store *store, const char *path, struct xftp_store_file **out)
 {
         return file_open(store, path, false, out);
 }
 
-static int screate(struct ds_store *store, const char *path, const struct ds_store_upload *how,
-                   struct ds_store_file **out)
+static int screate(struct xftp_store *store, const char *path, const struct xftp_store_upload *how,
+                   struct xftp_store_file **out)
 {
         if (how->offset || how->append)
                 return -EOPNOTSUPP;
         return file_open(store, path, true, out);
 }
 
-static int scommit(struct ds_store_file *base)
+static int scommit(struct xftp_store_file *base)
 {
         struct stripe_file *file = (struct stripe_file *)base;
         int rc = ds_stripe_commit(file->stripe, NULL);
@@ -513,7 +513,7 @@ static int scommit(struct ds_store_file *base)
         return rc;
 }
 
-static void sfile_close(struct ds_store_file *base, bool keep)
+static void sfile_close(struct xftp_store_file *base, bool keep)
 {
         struct stripe_file *file = (struct stripe_file *)base;
 
@@ -523,7 +523,7 @@ static void sfile_close(struct ds_store_file *base, bool keep)
         free(file);
 }
 
-static void sclose(struct ds_store *base)
+static void sclose(struct xftp_store *base)
 {
         struct stripe_store *store = (struct stripe_store *)base;
 
@@ -532,7 +532,7 @@ static void sclose(struct ds_store *base)
         free(store);
 }
 
-static const struct ds_store_ops stripe_ops = {
+static const struct xftp_store_ops stripe_ops = {
     .close = sclose,
     .stat = sstat,
     .list = slist,
@@ -547,7 +547,7 @@ static const struct ds_store_ops stripe_ops = {
     .file_close = sfile_close,
 };
 
-int store_stripe_open(struct ds_store **out, const char *roots, struct ds_error *err)
+int store_stripe_open(struct xftp_store **out, const char *roots, struct ds_error *err)
 {
         char **dirs;
         unsigned n;

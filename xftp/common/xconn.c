@@ -14,31 +14,31 @@
 
 /* The plain backend is the socket calls themselves: one indirect call per send or receive
  * (a 4 MiB block in the pipeline), nothing copied, nothing buffered. */
-static ssize_t tcp_sendv(struct ds_xconn *c, const struct iovec *iov, int cnt, int flags)
+static ssize_t tcp_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
 {
         struct msghdr msg = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt};
         ssize_t sent = sendmsg(c->fd, &msg, flags | MSG_NOSIGNAL);
         return sent < 0 ? -errno : sent;
 }
 
-static ssize_t tcp_recv(struct ds_xconn *c, void *buf, size_t len, int flags)
+static ssize_t tcp_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
 {
         ssize_t got = recv(c->fd, buf, len, flags);
         return got < 0 ? -errno : got;
 }
 
-static ssize_t tcp_sendfile(struct ds_xconn *c, int file_fd, off_t *offset, size_t len)
+static ssize_t tcp_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         ssize_t sent = sendfile(c->fd, file_fd, offset, len);
         return sent < 0 ? -errno : sent;
 }
 
-static int tcp_close(struct ds_xconn *c)
+static int tcp_close(struct xftp_conn *c)
 {
         return close(c->fd) < 0 ? -errno : 0;
 }
 
-const struct ds_xconn_ops ds_xconn_tcp = {
+const struct xftp_conn_ops xftp_conn_tcp = {
     .name = "tcp",
     .sendv = tcp_sendv,
     .recv = tcp_recv,
@@ -46,30 +46,30 @@ const struct ds_xconn_ops ds_xconn_tcp = {
     .close = tcp_close,
 };
 
-void ds_xconn_plain(struct ds_xconn *c, int fd)
+void xftp_conn_plain(struct xftp_conn *c, int fd)
 {
-        *c = (struct ds_xconn){.ops = &ds_xconn_tcp, .fd = fd, .kernel = true};
+        *c = (struct xftp_conn){.ops = &xftp_conn_tcp, .fd = fd, .kernel = true};
 }
 
-void ds_xconn_none(struct ds_xconn *c)
+void xftp_conn_none(struct xftp_conn *c)
 {
-        *c = (struct ds_xconn){.ops = &ds_xconn_tcp, .fd = -1};
+        *c = (struct xftp_conn){.ops = &xftp_conn_tcp, .fd = -1};
 }
 
-int ds_xconn_wait(struct ds_xconn *c, short events, int timeout_ms, atomic_bool *also)
+int xftp_conn_wait(struct xftp_conn *c, short events, int timeout_ms, atomic_bool *also)
 {
         if ((events & POLLIN) && c->ops->pending && c->ops->pending(c) > 0)
                 return 1;
         return ds_poll_one_until(c->fd, events, timeout_ms, also);
 }
 
-int ds_xconn_write_all(struct ds_xconn *c, const void *buf, size_t len, int timeout_ms,
-                       atomic_bool *also)
+int xftp_conn_write_all(struct xftp_conn *c, const void *buf, size_t len, int timeout_ms,
+                        atomic_bool *also)
 {
         const char *p = buf;
 
         while (len > 0) {
-                ssize_t n = ds_xconn_send(c, p, len, MSG_DONTWAIT);
+                ssize_t n = xftp_conn_send(c, p, len, MSG_DONTWAIT);
                 if (n > 0) {
                         p += n;
                         len -= (size_t)n;
@@ -77,37 +77,37 @@ int ds_xconn_write_all(struct ds_xconn *c, const void *buf, size_t len, int time
                 }
                 if (n < 0 && n != -EAGAIN && n != -EINTR)
                         return (int)n;
-                int rc = ds_xconn_wait(c, POLLOUT, timeout_ms, also);
+                int rc = xftp_conn_wait(c, POLLOUT, timeout_ms, also);
                 if (rc <= 0)
                         return rc == 0 ? -ETIMEDOUT : rc;
         }
         return 0;
 }
 
-int ds_xconn_close(struct ds_xconn *c)
+int xftp_conn_close(struct xftp_conn *c)
 {
         int rc = 0;
 
         if (c->fd >= 0)
                 rc = c->ops->close(c);
-        ds_xconn_none(c);
+        xftp_conn_none(c);
         return rc;
 }
 
-void ds_xconn_close_all(struct ds_xconn *conns, unsigned n)
+void xftp_conn_close_all(struct xftp_conn *conns, unsigned n)
 {
         for (unsigned i = 0; i < n; i++)
-                ds_xconn_close(&conns[i]);
+                xftp_conn_close(&conns[i]);
 }
 
-void ds_xconn_drop_all(struct ds_xconn *conns, unsigned n)
+void xftp_conn_drop_all(struct xftp_conn *conns, unsigned n)
 {
         for (unsigned i = 0; i < n; i++) {
-                struct ds_xconn *c = &conns[i];
+                struct xftp_conn *c = &conns[i];
                 if (c->fd >= 0 && c->ops->drop)
                         c->ops->drop(c);
                 else if (c->fd >= 0)
                         close(c->fd);
-                ds_xconn_none(c);
+                xftp_conn_none(c);
         }
 }

@@ -1,14 +1,14 @@
 /* A connection of xftp or xftpd, control or data, as the protocol and the transfer pipeline
  * see it: every byte either side reads or writes goes through one small table of
- * operations, beside ds_xfile_ops for files. The plain backend is a TCP socket (xconn.c);
+ * operations, beside xftp_xfile_ops for files. The plain backend is a TCP socket (xconn.c);
  * TLS is another backend, and so would be any other data channel.
  *
  * The calls keep the socket's own manners: a call with MSG_DONTWAIT never blocks, one
  * without blocks no longer than the socket's SO_SNDTIMEO/SO_RCVTIMEO (or, where a backend
  * cannot honour those, one 100 ms slice), so a caller that waits in slices still sees a
  * stop. Errors come back as a negative errno, -EAGAIN meaning "nothing yet, try again". */
-#ifndef DS_XFTP_XCONN_H
-#define DS_XFTP_XCONN_H
+#ifndef XFTP_XCONN_H
+#define XFTP_XCONN_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,34 +16,34 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-struct ds_xconn;
+struct xftp_conn;
 
-struct ds_xconn_ops {
+struct xftp_conn_ops {
         const char *name; /* "tcp", "tls" */
         /* Sends from iov[0..cnt-1] (flags: 0 or MSG_DONTWAIT). Returns the bytes taken,
          * possibly fewer than offered, or a negative errno (-EPIPE: the peer left). */
-        ssize_t (*sendv)(struct ds_xconn *c, const struct iovec *iov, int cnt, int flags);
+        ssize_t (*sendv)(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags);
         /* Receives up to len bytes (flags: 0, MSG_DONTWAIT or MSG_WAITALL). Returns the
          * bytes read, 0 when the peer closed, or a negative errno. */
-        ssize_t (*recv)(struct ds_xconn *c, void *buf, size_t len, int flags);
+        ssize_t (*recv)(struct xftp_conn *c, void *buf, size_t len, int flags);
         /* May be NULL: sends up to len bytes of file_fd from *offset, advancing it:
          * without copying them through user space where the kernel carries the bytes
          * (tcp, kernel TLS), else through one small buffer (TLS in user space). Returns
          * as sendv. */
-        ssize_t (*sendfile)(struct ds_xconn *c, int file_fd, off_t *offset, size_t len);
+        ssize_t (*sendfile)(struct xftp_conn *c, int file_fd, off_t *offset, size_t len);
         /* May be NULL: bytes already received and held in user space (TLS records), which
          * a poll() on the socket would not announce. */
-        size_t (*pending)(struct ds_xconn *c);
+        size_t (*pending)(struct xftp_conn *c);
         /* Ends the connection (TLS: its close_notify first) and closes the socket. Returns 0
          * or a negative errno of the close. */
-        int (*close)(struct ds_xconn *c);
+        int (*close)(struct xftp_conn *c);
         /* May be NULL (a plain close then): closes at once, no goodbye sent or awaited. */
-        void (*drop)(struct ds_xconn *c);
+        void (*drop)(struct xftp_conn *c);
 };
 
 /* One connection. fd stays the socket, for poll() and socket options. */
-struct ds_xconn {
-        const struct ds_xconn_ops *ops;
+struct xftp_conn {
+        const struct xftp_conn_ops *ops;
         int fd;      /* -1: no connection */
         void *impl;  /* the backend's own state */
         bool kernel; /* the kernel carries the bytes as they are on the wire (plain TCP,
@@ -51,19 +51,19 @@ struct ds_xconn {
 };
 
 /* The plain backend over the connected socket fd, which the connection owns from now on. */
-extern const struct ds_xconn_ops ds_xconn_tcp;
-void ds_xconn_plain(struct ds_xconn *c, int fd);
+extern const struct xftp_conn_ops xftp_conn_tcp;
+void xftp_conn_plain(struct xftp_conn *c, int fd);
 
 /* An empty connection (fd -1), for arrays filled later. */
-void ds_xconn_none(struct ds_xconn *c);
+void xftp_conn_none(struct xftp_conn *c);
 
-static inline ssize_t ds_xconn_send(struct ds_xconn *c, const void *buf, size_t len, int flags)
+static inline ssize_t xftp_conn_send(struct xftp_conn *c, const void *buf, size_t len, int flags)
 {
         struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
         return c->ops->sendv(c, &iov, 1, flags);
 }
 
-static inline ssize_t ds_xconn_recv(struct ds_xconn *c, void *buf, size_t len, int flags)
+static inline ssize_t xftp_conn_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
 {
         return c->ops->recv(c, buf, len, flags);
 }
@@ -72,21 +72,21 @@ static inline ssize_t ds_xconn_recv(struct ds_xconn *c, void *buf, size_t len, i
  * written (POLLOUT), as ds_poll_one does: at most timeout_ms (negative: no deadline), in
  * slices that a stop ends (-EINTR), or when *also (may be NULL) is set. Returns 1 ready,
  * 0 on timeout, or a negative errno. */
-int ds_xconn_wait(struct ds_xconn *c, short events, int timeout_ms, atomic_bool *also);
+int xftp_conn_wait(struct xftp_conn *c, short events, int timeout_ms, atomic_bool *also);
 
 /* Writes all len bytes, waiting at most timeout_ms for each stall, ending on a stop or
  * *also. Returns 0, -ETIMEDOUT, -EINTR or another negative errno. */
-int ds_xconn_write_all(struct ds_xconn *c, const void *buf, size_t len, int timeout_ms,
-                       atomic_bool *also);
+int xftp_conn_write_all(struct xftp_conn *c, const void *buf, size_t len, int timeout_ms,
+                        atomic_bool *also);
 
 /* Closes c if it is open and leaves it empty. Returns 0 or the close's negative errno. */
-int ds_xconn_close(struct ds_xconn *c);
+int xftp_conn_close(struct xftp_conn *c);
 /* Closes conns[0..n-1]. */
-void ds_xconn_close_all(struct ds_xconn *conns, unsigned n);
+void xftp_conn_close_all(struct xftp_conn *conns, unsigned n);
 /* Closes conns[0..n-1] at once, without the goodbyes of a close (TLS's close_notify, and
  * the wait for the peer's end): for connections that carry nothing the peer still waits
  * for, as MODE E connections kept between two transfers. A peer that waits for its next
  * command, not for them, would make a close wait its whole deadline. */
-void ds_xconn_drop_all(struct ds_xconn *conns, unsigned n);
+void xftp_conn_drop_all(struct xftp_conn *conns, unsigned n);
 
 #endif

@@ -47,31 +47,31 @@ struct queue {
 };
 
 struct pipeline {
-        const struct ds_xfer_opts *opts;
-        enum ds_xfer_mode mode;
-        struct ds_xfile *file;
-        struct ds_xconn *conns;
+        const struct xftp_xfer_opts *opts;
+        enum xftp_xfer_mode mode;
+        struct xftp_xfile *file;
+        struct xftp_conn *conns;
         unsigned n;
         size_t block;
         struct ds_pool *pool;
         bool pool_lent; /* opts->pool: the caller's, not destroyed here */
         struct ds_live_segment *live;
-        struct ds_live_slot *slots[DS_MODEE_MAX_STREAMS]; /* one per connection, or NULL */
+        struct ds_live_slot *slots[XFTP_MODEE_MAX_STREAMS]; /* one per connection, or NULL */
 
         pthread_mutex_t lock;
         pthread_cond_t changed;
         void **free_bufs; /* a stack of buffers no one holds */
         unsigned free_count;
-        struct queue to_net[DS_MODEE_MAX_STREAMS]; /* sending: one queue per connection */
-        struct queue to_disk;                      /* receiving: one for all connections */
-        unsigned net_running;                      /* receiving: threads still reading */
-        struct ds_modee_end end;
+        struct queue to_net[XFTP_MODEE_MAX_STREAMS]; /* sending: one queue per connection */
+        struct queue to_disk;                        /* receiving: one for all connections */
+        unsigned net_running;                        /* receiving: threads still reading */
+        struct xftp_modee_end end;
         atomic_bool closing; /* receiving MODE E: an EOD said the sender closes */
         /* Receiving one small piece: the receiving thread writes each piece itself. */
         bool inline_write;
         uint64_t stream_at; /* receiving MODE S: where the next piece lands */
-        struct ds_ranges *arrived;
-        struct ds_xfer_result *result;
+        struct xftp_ranges *arrived;
+        struct xftp_xfer_result *result;
         int failed; /* first negative errno, with its message in err */
         struct ds_error err;
         _Atomic uint64_t last_progress_ns;
@@ -153,7 +153,7 @@ static void count(struct pipeline *pl, unsigned index, size_t bytes)
  * steady trickle would otherwise never see a stop. */
 static int check_wait(struct pipeline *pl, struct ds_error *err)
 {
-        const struct ds_xfer_opts *o = pl->opts;
+        const struct xftp_xfer_opts *o = pl->opts;
 
         if (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed))
                 return ds_fail(err, -EINTR, "transfer stopped");
@@ -315,7 +315,7 @@ static bool try_pop_piece(struct pipeline *pl, struct queue *q, struct piece *pi
 }
 
 /* One send of what msg holds, or of its first pace_chunk bytes when paced. */
-static ssize_t send_some(struct pipeline *pl, struct ds_xconn *conn, const struct msghdr *msg)
+static ssize_t send_some(struct pipeline *pl, struct xftp_conn *conn, const struct msghdr *msg)
 {
         if (!pl->pace_chunk)
                 return conn->ops->sendv(conn, msg->msg_iov, (int)msg->msg_iovlen, 0);
@@ -331,7 +331,7 @@ static ssize_t send_some(struct pipeline *pl, struct ds_xconn *conn, const struc
 }
 
 /* Sends every byte of iov[0..cnt-1]. */
-static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *iov, int cnt,
+static int send_all(struct pipeline *pl, struct xftp_conn *conn, struct iovec *iov, int cnt,
                     struct ds_error *err)
 {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
@@ -366,8 +366,8 @@ static int send_all(struct pipeline *pl, struct ds_xconn *conn, struct iovec *io
 
 /* Reads exactly len bytes; *got says how many came before the peer closed (then the
  * return is -EPIPE, or 0 when nothing came and eof_ok). */
-static int recv_full(struct pipeline *pl, struct ds_xconn *conn, void *buf, size_t len, bool eof_ok,
-                     size_t *got, struct ds_error *err)
+static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, size_t len,
+                     bool eof_ok, size_t *got, struct ds_error *err)
 {
         size_t done = 0;
 
@@ -404,7 +404,7 @@ static void *send_thread(void *arg)
 {
         struct net_thread *t = arg;
         struct pipeline *pl = t->pl;
-        struct ds_xconn *conn = &pl->conns[t->index];
+        struct xftp_conn *conn = &pl->conns[t->index];
         struct ds_error err = {{0}};
         int rc = 0;
 
@@ -413,23 +413,24 @@ static void *send_thread(void *arg)
                 rc = pop_piece(pl, &pl->to_net[t->index], false, &piece, &err);
                 if (rc < 0)
                         break;
-                uint8_t header[DS_MODEE_HEADER];
+                uint8_t header[XFTP_MODEE_HEADER];
                 struct iovec iov[2];
                 int cnt = 0;
-                if (pl->mode == DS_XFER_BLOCKS) {
-                        struct ds_modee_block block = {.count = piece.len, .offset = piece.offset};
+                if (pl->mode == XFTP_XFER_BLOCKS) {
+                        struct xftp_modee_block block = {.count = piece.len,
+                                                         .offset = piece.offset};
                         if (piece.end) {
-                                block.desc = DS_MODEE_EOD;
+                                block.desc = XFTP_MODEE_EOD;
                                 block.count = 0;
                                 block.offset = 0;
                                 if (t->index == 0) {
-                                        block.desc |= DS_MODEE_EOF;
+                                        block.desc |= XFTP_MODEE_EOF;
                                         block.offset = pl->n;
                                 }
-                                if (!(pl->opts->flags & DS_XFER_KEEP))
-                                        block.desc |= DS_MODEE_CLOSE;
+                                if (!(pl->opts->flags & XFTP_XFER_KEEP))
+                                        block.desc |= XFTP_MODEE_CLOSE;
                         }
-                        ds_modee_encode(&block, header);
+                        xftp_modee_encode(&block, header);
                         iov[cnt++] = (struct iovec){header, sizeof(header)};
                 }
                 if (!piece.end)
@@ -451,11 +452,11 @@ static void *send_thread(void *arg)
 static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err);
 
 /* MODE E: one block's payload, read in pieces of at most a buffer each. */
-static int recv_payload(const struct net_thread *t, const struct ds_modee_block *block,
+static int recv_payload(const struct net_thread *t, const struct xftp_modee_block *block,
                         struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        struct ds_xconn *conn = &pl->conns[t->index];
+        struct xftp_conn *conn = &pl->conns[t->index];
         uint64_t done = 0;
 
         while (done < block->count) {
@@ -484,41 +485,41 @@ static int recv_payload(const struct net_thread *t, const struct ds_modee_block 
 static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        struct ds_xconn *conn = &pl->conns[t->index];
+        struct xftp_conn *conn = &pl->conns[t->index];
         uint64_t limit = pl->opts->limit;
 
         for (;;) {
-                uint8_t header[DS_MODEE_HEADER];
-                struct ds_modee_block block;
+                uint8_t header[XFTP_MODEE_HEADER];
+                struct xftp_modee_block block;
                 size_t got;
                 int rc = recv_full(pl, conn, header, sizeof(header), false, &got, err);
                 if (rc < 0)
                         return rc;
-                rc = ds_modee_decode(header, limit, &block, err);
+                rc = xftp_modee_decode(header, limit, &block, err);
                 if (rc < 0)
                         return rc;
-                if (!(block.desc & DS_MODEE_EOF) && block.count > 0 &&
+                if (!(block.desc & XFTP_MODEE_EOF) && block.count > 0 &&
                     block.offset < pl->opts->offset)
                         return ds_fail(err, 0, "block %llu+%llu lies before the start %llu",
                                        (unsigned long long)block.offset,
                                        (unsigned long long)block.count,
                                        (unsigned long long)pl->opts->offset),
                                -EPROTO;
-                if (!(block.desc & DS_MODEE_EOF) && block.count > 0) {
+                if (!(block.desc & XFTP_MODEE_EOF) && block.count > 0) {
                         rc = recv_payload(t, &block, err);
                         if (rc < 0)
                                 return rc;
                 }
                 pthread_mutex_lock(&pl->lock);
-                rc = ds_modee_end_note(&pl->end, &block);
+                rc = xftp_modee_end_note(&pl->end, &block);
                 if (rc == 0 && pl->end.eods_expected > pl->n)
                         rc = -EPROTO;
                 pthread_mutex_unlock(&pl->lock);
                 if (rc < 0)
                         return ds_fail(err, 0, "EOF/EOD blocks do not add up"), rc;
-                if (block.desc & DS_MODEE_CLOSE)
+                if (block.desc & XFTP_MODEE_CLOSE)
                         atomic_store(&pl->closing, true);
-                if (block.desc & DS_MODEE_EOD)
+                if (block.desc & XFTP_MODEE_EOD)
                         return 0; /* nothing past it is read: it may be the next transfer's */
         }
 }
@@ -529,7 +530,7 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *last,
                         struct ds_error *err)
 {
-        const struct ds_xfer_opts *o = pl->opts;
+        const struct xftp_xfer_opts *o = pl->opts;
         uint64_t end = o->length > UINT64_MAX - o->offset ? UINT64_MAX : o->offset + o->length;
         if (end > o->limit)
                 end = o->limit;
@@ -577,7 +578,7 @@ static void *recv_thread(void *arg)
         struct pipeline *pl = t->pl;
         struct ds_error err = {{0}};
 
-        int rc = pl->mode == DS_XFER_BLOCKS ? recv_blocks(t, &err) : recv_stream(t, &err);
+        int rc = pl->mode == XFTP_XFER_BLOCKS ? recv_blocks(t, &err) : recv_stream(t, &err);
         pthread_mutex_lock(&pl->lock);
         if (rc < 0 && rc != -ECANCELED)
                 fail_locked(pl, rc, &err);
@@ -616,7 +617,7 @@ static void pipeline_free(struct pipeline *pl)
 {
         for (unsigned i = 0; i < pl->n; i++)
                 ds_live_slot_close(pl->slots[i]);
-        for (unsigned i = 0; i < DS_MODEE_MAX_STREAMS; i++)
+        for (unsigned i = 0; i < XFTP_MODEE_MAX_STREAMS; i++)
                 free(pl->to_net[i].items);
         free(pl->to_disk.items);
         free(pl->free_bufs);
@@ -627,7 +628,7 @@ static void pipeline_free(struct pipeline *pl)
 }
 
 /* Buffers of a pipeline over n connections: every connection keeps one. */
-static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
+static unsigned pipeline_depth(const struct xftp_xfer_opts *opts, unsigned n)
 {
         unsigned depth = opts->depth ? opts->depth : DEFAULT_DEPTH;
         return depth < n ? n : depth;
@@ -635,7 +636,7 @@ static unsigned pipeline_depth(const struct ds_xfer_opts *opts, unsigned n)
 
 /* The bytes a transfer is known to move at most: what is to be sent (UINT64_MAX: to the
  * end of the file, which may grow while it is read), or the room a receiver allows. */
-static uint64_t range_bytes(const struct ds_xfer_opts *opts, bool sending)
+static uint64_t range_bytes(const struct xftp_xfer_opts *opts, bool sending)
 {
         if (sending)
                 return opts->length;
@@ -647,9 +648,9 @@ static uint64_t range_bytes(const struct ds_xfer_opts *opts, bool sending)
 /* The buffer size of a transfer: the block asked for, or whole pages enough for the range
  * when it is known to be shorter. A tree of small files then maps and touches a few pages
  * per file, not depth x 4 MiB: zeroing those was most of what a 64 KiB file cost. */
-static size_t transfer_block(const struct ds_xfer_opts *opts, bool sending)
+static size_t transfer_block(const struct xftp_xfer_opts *opts, bool sending)
 {
-        uint64_t block = opts->block ? opts->block : DS_XFER_BLOCK;
+        uint64_t block = opts->block ? opts->block : XFTP_XFER_BLOCK;
         uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
         uint64_t bytes = range_bytes(opts, sending);
         if (bytes < block)
@@ -659,8 +660,8 @@ static size_t transfer_block(const struct ds_xfer_opts *opts, bool sending)
 
 /* With buffers false (sendfile moves the data) no pool is made: a session would map and
  * touch depth x block bytes (16 MiB by default) for nothing. */
-static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfer_mode mode,
-                         struct ds_xconn *conns, unsigned n, const struct ds_xfer_opts *opts,
+static int pipeline_init(struct pipeline *pl, struct xftp_xfile *file, enum xftp_xfer_mode mode,
+                         struct xftp_conn *conns, unsigned n, const struct xftp_xfer_opts *opts,
                          bool sending, bool buffers, struct ds_error *err)
 {
         unsigned depth = pipeline_depth(opts, n);
@@ -672,9 +673,9 @@ static int pipeline_init(struct pipeline *pl, struct ds_xfile *file, enum ds_xfe
                                 .n = n,
                                 .block = transfer_block(opts, sending),
                                 .live = opts->live};
-        if (n < 1 || n > DS_MODEE_MAX_STREAMS || (mode == DS_XFER_STREAM && n != 1))
+        if (n < 1 || n > XFTP_MODEE_MAX_STREAMS || (mode == XFTP_XFER_STREAM && n != 1))
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
-                               mode == DS_XFER_STREAM ? 'S' : 'E');
+                               mode == XFTP_XFER_STREAM ? 'S' : 'E');
         for (unsigned i = 0; i < n; i++) {
                 int rc = set_slices(conns[i].fd);
                 if (rc < 0)
@@ -734,7 +735,7 @@ static int start_threads(struct pipeline *pl, struct net_thread *threads, void *
 /* Joins the network threads, times the transfer, and returns the pipeline's first failure
  * (its message in err) or rc. */
 static int finish(struct pipeline *pl, struct net_thread *threads, unsigned started,
-                  uint64_t start_ns, struct ds_xfer_result *result, int rc, struct ds_error *err)
+                  uint64_t start_ns, struct xftp_xfer_result *result, int rc, struct ds_error *err)
 {
         for (unsigned i = 0; i < started; i++)
                 pthread_join(threads[i].thread, NULL);
@@ -756,7 +757,7 @@ static void flight_init(struct pipeline *pl, struct flight *f)
  * its result kept for flight_finish. Returns 0 or a negative errno. */
 static int flight_start(struct pipeline *pl, struct flight *f, bool write, struct piece piece)
 {
-        const struct ds_xfile_ops *ops = pl->file->ops;
+        const struct xftp_xfile_ops *ops = pl->file->ops;
         unsigned at = (f->head + f->count) % AHEAD;
 
         if (ops->start_io) {
@@ -823,7 +824,7 @@ static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint
 
 /* The disk side of sending: reads the range into buffers, deals them to the connections in
  * turn, then an end marker to each. */
-static int read_side(struct pipeline *pl, struct ds_xfer_result *result, struct ds_error *err)
+static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struct ds_error *err)
 {
         uint64_t at = pl->opts->offset, left = pl->opts->length;
         unsigned next = 0;
@@ -866,12 +867,12 @@ static int read_side(struct pipeline *pl, struct ds_xfer_result *result, struct 
 /* MODE S from a plain descriptor: the kernel moves page-cache pages to the socket, with
  * no copy into user space. Sending 1 GiB to xftpd it cost the sender 0.14-0.15 s of
  * system time against 0.26-0.29 s for reads into pool buffers and send(). */
-static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
+static int send_by_sendfile(struct pipeline *pl, struct xftp_xfer_result *result,
                             struct ds_error *err)
 {
         off_t at = (off_t)pl->opts->offset;
         uint64_t left = pl->opts->length;
-        struct ds_xconn *conn = &pl->conns[0];
+        struct xftp_conn *conn = &pl->conns[0];
 
         posix_fadvise(pl->file->fd, at, 0, POSIX_FADV_SEQUENTIAL);
         result->sendfile = true;
@@ -902,14 +903,14 @@ static int send_by_sendfile(struct pipeline *pl, struct ds_xfer_result *result,
         return 0;
 }
 
-static int use_sendfile(const struct ds_xfile *file, enum ds_xfer_mode mode,
-                        const struct ds_xfer_opts *opts)
+static int use_sendfile(const struct xftp_xfile *file, enum xftp_xfer_mode mode,
+                        const struct xftp_xfer_opts *opts)
 {
-        return mode == DS_XFER_STREAM && file->fd >= 0 && !(opts->flags & DS_XFER_NO_SENDFILE);
+        return mode == XFTP_XFER_STREAM && file->fd >= 0 && !(opts->flags & XFTP_XFER_NO_SENDFILE);
 }
 
-uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
-                              const struct ds_xfer_opts *opts, bool sending)
+uint64_t xftp_xfer_buffer_bytes(const struct xftp_xfile *file, enum xftp_xfer_mode mode, unsigned n,
+                                const struct xftp_xfer_opts *opts, bool sending)
 {
         if (sending && use_sendfile(file, mode, opts))
                 return 0;
@@ -931,16 +932,16 @@ static bool one_piece(const struct pipeline *pl, bool sending)
                (!sending || pipeline_depth(pl->opts, pl->n) >= 2);
 }
 
-int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
-                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                       struct ds_error *err)
+int xftp_xfer_send_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, struct xftp_conn *conns,
+                         unsigned n, const struct xftp_xfer_opts *opts,
+                         struct xftp_xfer_result *result, struct ds_error *err)
 {
         struct pipeline pl;
-        struct net_thread threads[DS_MODEE_MAX_STREAMS];
+        struct net_thread threads[XFTP_MODEE_MAX_STREAMS];
         unsigned started = 0;
         uint64_t start_ns = ds_now_ns();
 
-        *result = (struct ds_xfer_result){0};
+        *result = (struct xftp_xfer_result){0};
         bool by_sendfile = use_sendfile(file, mode, opts) && n == 1 && conns[0].ops->sendfile;
         int rc = pipeline_init(&pl, file, mode, conns, n, opts, true, !by_sendfile, err);
         if (rc < 0)
@@ -965,16 +966,16 @@ int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                         fail(&pl, rc, err);
         }
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
-        result->kept = rc == 0 && mode == DS_XFER_BLOCKS && (opts->flags & DS_XFER_KEEP);
+        result->kept = rc == 0 && mode == XFTP_XFER_BLOCKS && (opts->flags & XFTP_XFER_KEEP);
         pipeline_free(&pl);
         return rc;
 }
 
 /* Counts a piece written and advances the prefix. Returns 0 or a negative errno. */
-static int written(struct pipeline *pl, struct ds_ranges *arrived, const struct piece *piece,
-                   struct ds_xfer_result *result, struct ds_error *err)
+static int written(struct pipeline *pl, struct xftp_ranges *arrived, const struct piece *piece,
+                   struct xftp_xfer_result *result, struct ds_error *err)
 {
-        const struct ds_xfer_opts *o = pl->opts;
+        const struct xftp_xfer_opts *o = pl->opts;
 
         progress(pl);
         result->bytes += piece->len;
@@ -984,7 +985,7 @@ static int written(struct pipeline *pl, struct ds_ranges *arrived, const struct 
         if (o->limit != UINT64_MAX && o->limit >= o->offset && result->bytes > o->limit - o->offset)
                 return ds_fail(err, 0, "more bytes than the range holds: blocks sent twice"),
                        -EFBIG;
-        if (ds_ranges_add(arrived, piece->offset, piece->offset + piece->len) < 0)
+        if (xftp_ranges_add(arrived, piece->offset, piece->offset + piece->len) < 0)
                 return ds_fail(err, 0, "blocks scattered over more than %u ranges", RANGES_MAX),
                        -EPROTO;
         if (arrived->prefix != result->prefix_end) {
@@ -1012,8 +1013,8 @@ static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err
 
 /* The disk side of receiving: writes each piece at its offset until every network thread
  * is done, keeping up to the window's pieces in flight while more are queued. */
-static int write_side(struct pipeline *pl, struct ds_ranges *arrived, struct ds_xfer_result *result,
-                      struct ds_error *err)
+static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
+                      struct xftp_xfer_result *result, struct ds_error *err)
 {
         struct flight f;
         int rc = 0;
@@ -1056,38 +1057,38 @@ static int write_side(struct pipeline *pl, struct ds_ranges *arrived, struct ds_
 /* After the sender ended well: MODE E must have sent its EOF, and its blocks must cover
  * every byte from the first up to the last they hold (a file with a hole is not the file
  * sent). Returns 0 or a negative errno with err filled. */
-static int check_end(const struct pipeline *pl, const struct ds_ranges *arrived,
+static int check_end(const struct pipeline *pl, const struct xftp_ranges *arrived,
                      struct ds_error *err)
 {
         uint64_t gap_start, gap_end;
 
-        if (pl->mode != DS_XFER_BLOCKS)
+        if (pl->mode != XFTP_XFER_BLOCKS)
                 return 0;
-        if (!ds_modee_end_done(&pl->end))
+        if (!xftp_modee_end_done(&pl->end))
                 return ds_fail(err, 0, "the sender ended without EOF"), -EPIPE;
-        if (!ds_ranges_whole(arrived, &gap_start, &gap_end))
+        if (!xftp_ranges_whole(arrived, &gap_start, &gap_end))
                 return ds_fail(err, 0, "the blocks sent leave bytes %llu to %llu out",
                                (unsigned long long)gap_start, (unsigned long long)gap_end),
                        -EPROTO;
         return 0;
 }
 
-int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
-                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                       struct ds_error *err)
+int xftp_xfer_recv_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, struct xftp_conn *conns,
+                         unsigned n, const struct xftp_xfer_opts *opts,
+                         struct xftp_xfer_result *result, struct ds_error *err)
 {
         struct pipeline pl;
-        struct net_thread threads[DS_MODEE_MAX_STREAMS];
+        struct net_thread threads[XFTP_MODEE_MAX_STREAMS];
         unsigned started = 0;
         uint64_t start_ns = ds_now_ns();
-        struct ds_ranges arrived;
+        struct xftp_ranges arrived;
 
-        *result = (struct ds_xfer_result){.prefix_end = opts->offset};
+        *result = (struct xftp_xfer_result){.prefix_end = opts->offset};
         /* Once per transfer, never per block. */
-        struct ds_range *slots = calloc(RANGES_MAX, sizeof(*slots));
+        struct xftp_range *slots = calloc(RANGES_MAX, sizeof(*slots));
         if (!slots)
                 return ds_fail(err, -ENOMEM, "receive ranges");
-        ds_ranges_init(&arrived, opts->offset, slots, RANGES_MAX);
+        xftp_ranges_init(&arrived, opts->offset, slots, RANGES_MAX);
         int rc = pipeline_init(&pl, file, mode, conns, n, opts, false, true, err);
         if (rc < 0) {
                 free(slots);
@@ -1109,7 +1110,7 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
                  * standard client's upload): its first piece comes in this thread, and when
                  * the stream ends within it, it is written here as well. A longer stream
                  * goes on in the pipeline, that piece first in the disk side's queue. */
-                if (n == 1 && mode != DS_XFER_BLOCKS && !file->ops->start_io)
+                if (n == 1 && mode != XFTP_XFER_BLOCKS && !file->ops->start_io)
                         rc = stream_piece(&pl, 0, true, &ended, err);
                 if (rc == 0 && !ended)
                         rc = start_threads(&pl, threads, recv_thread, &started, err);
@@ -1126,36 +1127,36 @@ int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_
         rc = finish(&pl, threads, started, start_ns, result, rc, err);
         if (rc == 0)
                 rc = check_end(&pl, &arrived, err);
-        result->kept = rc == 0 && mode == DS_XFER_BLOCKS && !atomic_load(&pl.closing);
+        result->kept = rc == 0 && mode == XFTP_XFER_BLOCKS && !atomic_load(&pl.closing);
         pipeline_free(&pl);
         free(slots);
         return rc;
 }
 
 /* Plain sockets: each is wrapped in the tcp backend for the call, and stays the caller's. */
-static int wrap_plain(const int *socks, unsigned n, struct ds_xconn *conns, struct ds_error *err)
+static int wrap_plain(const int *socks, unsigned n, struct xftp_conn *conns, struct ds_error *err)
 {
-        if (n > DS_MODEE_MAX_STREAMS)
+        if (n > XFTP_MODEE_MAX_STREAMS)
                 return ds_fail(err, -EINVAL, "%u data connections", n);
         for (unsigned i = 0; i < n; i++)
-                ds_xconn_plain(&conns[i], socks[i]);
+                xftp_conn_plain(&conns[i], socks[i]);
         return 0;
 }
 
-int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err)
+int xftp_xfer_send(struct xftp_xfile *file, enum xftp_xfer_mode mode, const int *socks, unsigned n,
+                   const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result,
+                   struct ds_error *err)
 {
-        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         int rc = wrap_plain(socks, n, conns, err);
-        return rc < 0 ? rc : ds_xfer_send_conns(file, mode, conns, n, opts, result, err);
+        return rc < 0 ? rc : xftp_xfer_send_conns(file, mode, conns, n, opts, result, err);
 }
 
-int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err)
+int xftp_xfer_recv(struct xftp_xfile *file, enum xftp_xfer_mode mode, const int *socks, unsigned n,
+                   const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result,
+                   struct ds_error *err)
 {
-        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         int rc = wrap_plain(socks, n, conns, err);
-        return rc < 0 ? rc : ds_xfer_recv_conns(file, mode, conns, n, opts, result, err);
+        return rc < 0 ? rc : xftp_xfer_recv_conns(file, mode, conns, n, opts, result, err);
 }

@@ -8,12 +8,12 @@
  * nothing copies the data in user space. Where the file is a plain
  * descriptor and MODE S sends, sendfile() may replace the read and the send (it measured
  * faster: see xfer.c). Receiving is the mirror: receiving threads fill pool buffers, a
- * disk thread writes each at its offset. Socket buffers are the caller's (ds_data_opts).
+ * disk thread writes each at its offset. Socket buffers are the caller's (xftp_data_opts).
  *
  * The file is reached through a small table of operations so that a store can supply its
- * own (stripe/'s striped files); ds_xfile_plain() wraps an ordinary descriptor. */
-#ifndef DS_XFTP_XFER_H
-#define DS_XFTP_XFER_H
+ * own (stripe/'s striped files); xftp_xfile_plain() wraps an ordinary descriptor. */
+#ifndef XFTP_XFER_H
+#define XFTP_XFER_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,71 +26,72 @@ struct ds_pool;
 
 struct ds_error;
 struct ds_live_segment;
-struct ds_xfile;
-struct ds_xconn;
+struct xftp_xfile;
+struct xftp_conn;
 
-#define DS_XFER_BLOCK (4u << 20) /* default bytes per buffer and per MODE E block */
+#define XFTP_XFER_BLOCK (4u << 20) /* default bytes per buffer and per MODE E block */
 
 /* What the pipeline needs of a file. The pipeline calls one file's operations from one
  * thread at a time (its disk thread); buffers are page-aligned and, but for the last piece
  * of a file, lengths and offsets are multiples of the block size. */
-struct ds_xfile_ops {
+struct xftp_xfile_ops {
         /* Reads up to len bytes at offset into buf. Returns the bytes read, fewer than len
          * only at the end of the file (0 at or past it), or a negative errno. */
-        ssize_t (*read_at)(struct ds_xfile *file, void *buf, size_t len, uint64_t offset);
+        ssize_t (*read_at)(struct xftp_xfile *file, void *buf, size_t len, uint64_t offset);
         /* Writes all len bytes at offset. Returns 0 or a negative errno (-ENOSPC: disk full). */
-        int (*write_at)(struct ds_xfile *file, const void *buf, size_t len, uint64_t offset);
+        int (*write_at)(struct xftp_xfile *file, const void *buf, size_t len, uint64_t offset);
         /* The file's size now. Returns 0 or a negative errno. */
-        int (*size)(struct ds_xfile *file, uint64_t *size);
+        int (*size)(struct xftp_xfile *file, uint64_t *size);
         /* Makes what was written durable (fsync). Returns 0 or a negative errno. */
-        int (*sync)(struct ds_xfile *file);
+        int (*sync)(struct xftp_xfile *file);
         /* Optional, both or neither: start_io starts what read_at (write false) or
          * write_at would do and returns a ticket, or a negative errno; finish_io waits for
          * that ticket and returns what read_at or write_at would have. With them the
          * pipeline keeps several pieces in flight, so a striped file's disks stay busy
          * while the last piece is checked and handed on; tickets finish in the order they
          * started. */
-        int (*start_io)(struct ds_xfile *file, bool write, void *buf, size_t len, uint64_t offset);
-        ssize_t (*finish_io)(struct ds_xfile *file, int ticket);
+        int (*start_io)(struct xftp_xfile *file, bool write, void *buf, size_t len,
+                        uint64_t offset);
+        ssize_t (*finish_io)(struct xftp_xfile *file, int ticket);
 };
 
 /* A file as the pipeline sees it. A store fills ops and impl; fd is a plain descriptor of
  * the same bytes when there is one (then sendfile can serve), else -1. */
-struct ds_xfile {
-        const struct ds_xfile_ops *ops;
+struct xftp_xfile {
+        const struct xftp_xfile_ops *ops;
         void *impl;
         int fd;
         int direct_fd; /* plain files: an O_DIRECT twin of fd, or -1 (private to xfile.c) */
 };
 
-enum ds_xfile_flags {
+enum xftp_xfile_flags {
         /* Read and write aligned pieces with O_DIRECT where the file system takes it (a
          * second descriptor; the tail goes through fd). It paid for writes and not for
          * reads: the kernel's readahead beat 4 MiB O_DIRECT reads one at a time (xfile.c). */
-        DS_XFILE_DIRECT = 1u << 0,
+        XFTP_XFILE_DIRECT = 1u << 0,
 };
 
 /* Wraps the plain descriptor fd (the caller keeps owning it: opened with the access it
- * needs, O_RDONLY to send, O_WRONLY or O_RDWR to receive). With DS_XFILE_DIRECT it also
+ * needs, O_RDONLY to send, O_WRONLY or O_RDWR to receive). With XFTP_XFILE_DIRECT it also
  * opens an O_DIRECT descriptor of the same file, silently doing without where refused
  * (tmpfs). Returns 0 or a negative errno with err filled. */
-int ds_xfile_plain(struct ds_xfile *file, int fd, unsigned flags, struct ds_error *err);
-/* Closes what ds_xfile_plain opened (not fd). */
-void ds_xfile_plain_close(struct ds_xfile *file);
+int xftp_xfile_plain(struct xftp_xfile *file, int fd, unsigned flags, struct ds_error *err);
+/* Closes what xftp_xfile_plain opened (not fd). */
+void xftp_xfile_plain_close(struct xftp_xfile *file);
 
-enum ds_xfer_mode {
-        DS_XFER_STREAM, /* MODE S: exactly one connection */
-        DS_XFER_BLOCKS, /* MODE E: 1..DS_MODEE_MAX_STREAMS connections */
+enum xftp_xfer_mode {
+        XFTP_XFER_STREAM, /* MODE S: exactly one connection */
+        XFTP_XFER_BLOCKS, /* MODE E: 1..XFTP_MODEE_MAX_STREAMS connections */
 };
 
-enum ds_xfer_flags {
-        DS_XFER_NO_SENDFILE = 1u << 0, /* always read into pool buffers and send() them */
-        DS_XFER_KEEP = 1u << 1,        /* MODE E, sending: the connections stay open after this
-                                        * transfer (EOD without the CLOSE bit), for the next one */
+enum xftp_xfer_flags {
+        XFTP_XFER_NO_SENDFILE = 1u << 0, /* always read into pool buffers and send() them */
+        XFTP_XFER_KEEP = 1u << 1,        /* MODE E, sending: the connections stay open after this
+                                          * transfer (EOD without the CLOSE bit), for the next one */
 };
 
-struct ds_xfer_opts {
-        size_t block;      /* bytes per buffer and per MODE E block; 0: DS_XFER_BLOCK */
+struct xftp_xfer_opts {
+        size_t block;      /* bytes per buffer and per MODE E block; 0: XFTP_XFER_BLOCK */
         unsigned depth;    /* buffers in flight between disk and network; 0: 4 */
         uint64_t offset;   /* first byte of the file to move (REST, RANG's start) */
         uint64_t length;   /* bytes to move from offset; UINT64_MAX: sending, to the end of the
@@ -99,7 +100,7 @@ struct ds_xfer_opts {
                             * announced, a size limit); UINT64_MAX: none */
         int idle_ms;       /* a transfer that moves nothing for this long fails with
                             * -ETIMEDOUT; 0: no deadline */
-        unsigned flags;    /* enum ds_xfer_flags */
+        unsigned flags;    /* enum xftp_xfer_flags */
         atomic_bool *stop; /* may be NULL; when set the transfer ends with -EINTR */
         struct ds_live_segment *live; /* may be NULL; bytes and blocks are added as the network
                                        * moves them, to the totals and to a slot per data
@@ -119,7 +120,7 @@ struct ds_xfer_opts {
         struct ds_pool *pool;
 };
 
-struct ds_xfer_result {
+struct xftp_xfer_result {
         uint64_t bytes;      /* file bytes moved (MODE E headers not counted) */
         uint64_t prefix_end; /* receiving: end of the contiguous range written from offset */
         uint64_t blocks;     /* buffers (MODE S) or blocks (MODE E) moved */
@@ -127,15 +128,15 @@ struct ds_xfer_result {
         double mb_per_s;     /* bytes / seconds / 10^6 */
         bool sendfile;       /* the data went by sendfile() */
         bool kept;           /* MODE E, ended well, and no EOD said CLOSE (receiving) or
-                              * DS_XFER_KEEP was asked (sending): the connections may carry
+                              * XFTP_XFER_KEEP was asked (sending): the connections may carry
                               * the next transfer, GridFTP's cached data channels */
 };
 
-/* The buffer bytes ds_xfer_send (sending) or ds_xfer_recv would map and touch for file
+/* The buffer bytes xftp_xfer_send (sending) or xftp_xfer_recv would map and touch for file
  * over n connections with opts: what a server takes from its memory budget before the
  * transfer (0 where sendfile moves the data). */
-uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mode, unsigned n,
-                              const struct ds_xfer_opts *opts, bool sending);
+uint64_t xftp_xfer_buffer_bytes(const struct xftp_xfile *file, enum xftp_xfer_mode mode, unsigned n,
+                                const struct xftp_xfer_opts *opts, bool sending);
 
 /* Sends the file's range over socks[0..n-1]. MODE S: n is 1 and the caller closes the
  * socket afterwards (that close is the end of the data). MODE E: the blocks are spread over
@@ -143,9 +144,9 @@ uint64_t ds_xfer_buffer_bytes(const struct ds_xfile *file, enum ds_xfer_mode mod
  * carries the EOF naming n. Returns 0, or a negative errno with err filled (-EINTR on stop,
  * -ETIMEDOUT idle, -EPIPE/-ECONNRESET the peer went away, a read error of the file); result
  * is filled either way. */
-int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err);
+int xftp_xfer_send(struct xftp_xfile *file, enum xftp_xfer_mode mode, const int *socks, unsigned n,
+                   const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result,
+                   struct ds_error *err);
 
 /* Receives into the file from socks[0..n-1], writing at opts->offset onward (MODE S) or at
  * each block's offset (MODE E, every block checked against [offset, limit) before a byte of
@@ -154,18 +155,18 @@ int ds_xfer_send(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks
  * caller syncs and commits. Returns 0 or a negative errno with err filled (-EPROTO a
  * malformed block, -EFBIG data beyond limit, -ENOSPC disk full); result is filled either
  * way, prefix_end saying how much of the file is whole. */
-int ds_xfer_recv(struct ds_xfile *file, enum ds_xfer_mode mode, const int *socks, unsigned n,
-                 const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                 struct ds_error *err);
+int xftp_xfer_recv(struct xftp_xfile *file, enum xftp_xfer_mode mode, const int *socks, unsigned n,
+                   const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result,
+                   struct ds_error *err);
 
 /* The same over connections of any backend (xconn.h), which stay the caller's to close.
- * sendfile serves only where the connection's backend has it. ds_xfer_send and
- * ds_xfer_recv are these over plain sockets. */
-int ds_xfer_send_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
-                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                       struct ds_error *err);
-int ds_xfer_recv_conns(struct ds_xfile *file, enum ds_xfer_mode mode, struct ds_xconn *conns,
-                       unsigned n, const struct ds_xfer_opts *opts, struct ds_xfer_result *result,
-                       struct ds_error *err);
+ * sendfile serves only where the connection's backend has it. xftp_xfer_send and
+ * xftp_xfer_recv are these over plain sockets. */
+int xftp_xfer_send_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, struct xftp_conn *conns,
+                         unsigned n, const struct xftp_xfer_opts *opts,
+                         struct xftp_xfer_result *result, struct ds_error *err);
+int xftp_xfer_recv_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, struct xftp_conn *conns,
+                         unsigned n, const struct xftp_xfer_opts *opts,
+                         struct xftp_xfer_result *result, struct ds_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* The plain-descriptor file of the pipeline: pread/pwrite on the caller's descriptor, and
- * with DS_XFILE_DIRECT pieces aligned in memory, offset and length through an O_DIRECT
+ * with XFTP_XFILE_DIRECT pieces aligned in memory, offset and length through an O_DIRECT
  * twin of it.
  *
  * Measured on this machine's disk (1 GiB, 4 MiB pieces, caches dropped, alternating pairs
@@ -26,7 +26,7 @@ static bool aligned(const void *buf, size_t len, uint64_t offset)
         return ((uintptr_t)buf | len | offset) % DIRECT_ALIGN == 0;
 }
 
-static ssize_t plain_read_at(struct ds_xfile *file, void *buf, size_t len, uint64_t offset)
+static ssize_t plain_read_at(struct xftp_xfile *file, void *buf, size_t len, uint64_t offset)
 {
         int fd = file->direct_fd >= 0 && aligned(buf, len, offset) ? file->direct_fd : file->fd;
         size_t done = 0;
@@ -46,7 +46,7 @@ static ssize_t plain_read_at(struct ds_xfile *file, void *buf, size_t len, uint6
         return (ssize_t)done;
 }
 
-static int plain_write_at(struct ds_xfile *file, const void *buf, size_t len, uint64_t offset)
+static int plain_write_at(struct xftp_xfile *file, const void *buf, size_t len, uint64_t offset)
 {
         int fd = file->direct_fd >= 0 && aligned(buf, len, offset) ? file->direct_fd : file->fd;
         size_t done = 0;
@@ -67,7 +67,7 @@ static int plain_write_at(struct ds_xfile *file, const void *buf, size_t len, ui
         return 0;
 }
 
-static int plain_size(struct ds_xfile *file, uint64_t *size)
+static int plain_size(struct xftp_xfile *file, uint64_t *size)
 {
         struct stat st;
         if (fstat(file->fd, &st) < 0)
@@ -76,25 +76,25 @@ static int plain_size(struct ds_xfile *file, uint64_t *size)
         return 0;
 }
 
-static int plain_sync(struct ds_xfile *file)
+static int plain_sync(struct xftp_xfile *file)
 {
         return fsync(file->fd) < 0 ? -errno : 0;
 }
 
-static const struct ds_xfile_ops plain_ops = {
+static const struct xftp_xfile_ops plain_ops = {
     .read_at = plain_read_at,
     .write_at = plain_write_at,
     .size = plain_size,
     .sync = plain_sync,
 };
 
-int ds_xfile_plain(struct ds_xfile *file, int fd, unsigned flags, struct ds_error *err)
+int xftp_xfile_plain(struct xftp_xfile *file, int fd, unsigned flags, struct ds_error *err)
 {
-        *file = (struct ds_xfile){.ops = &plain_ops, .fd = fd, .direct_fd = -1};
+        *file = (struct xftp_xfile){.ops = &plain_ops, .fd = fd, .direct_fd = -1};
         int access = fcntl(fd, F_GETFL);
         if (access < 0)
                 return ds_fail(err, -errno, "descriptor %d", fd);
-        if (flags & DS_XFILE_DIRECT) {
+        if (flags & XFTP_XFILE_DIRECT) {
                 /* A second open of the same inode: O_DIRECT on fd itself would also govern
                  * the unaligned tail, which O_DIRECT refuses. */
                 char path[32];
@@ -104,7 +104,7 @@ int ds_xfile_plain(struct ds_xfile *file, int fd, unsigned flags, struct ds_erro
         return 0;
 }
 
-void ds_xfile_plain_close(struct ds_xfile *file)
+void xftp_xfile_plain_close(struct xftp_xfile *file)
 {
         if (file->direct_fd >= 0)
                 close(file->direct_fd);

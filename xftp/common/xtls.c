@@ -29,7 +29,7 @@
 #define SHUTDOWN_MS 2000 /* at most this for a close_notify to leave */
 #define READ_AHEAD  (256u << 10)
 
-struct ds_tls {
+struct xftp_tls {
         SSL_CTX *ctx;
 };
 
@@ -67,11 +67,11 @@ static int ctx_common(SSL_CTX *ctx)
         return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 ? 0 : -EPROTO;
 }
 
-int ds_tls_server(struct ds_tls **out, const char *cert_file, const char *key_file,
-                  struct ds_error *err)
+int xftp_tls_server(struct xftp_tls **out, const char *cert_file, const char *key_file,
+                    struct ds_error *err)
 {
         char why[256];
-        struct ds_tls *tls = calloc(1, sizeof(*tls));
+        struct xftp_tls *tls = calloc(1, sizeof(*tls));
 
         *out = NULL;
         if (!tls || !(tls->ctx = SSL_CTX_new(TLS_server_method()))) {
@@ -96,24 +96,24 @@ int ds_tls_server(struct ds_tls **out, const char *cert_file, const char *key_fi
         else if (rc < 0)
                 ds_fail(err, rc, "TLS context: %s", ssl_reason(why, sizeof(why)));
         if (rc == 0)
-                rc = ds_tls_server_session_scope(tls, "xftpd", 5);
+                rc = xftp_tls_server_session_scope(tls, "xftpd", 5);
         if (rc < 0) {
-                ds_tls_free(tls);
+                xftp_tls_free(tls);
                 return rc;
         }
         *out = tls;
         return 0;
 }
 
-int ds_tls_server_session_scope(struct ds_tls *tls, const void *id, size_t len)
+int xftp_tls_server_session_scope(struct xftp_tls *tls, const void *id, size_t len)
 {
         return SSL_CTX_set_session_id_context(tls->ctx, id, (unsigned)len) == 1 ? 0 : -EINVAL;
 }
 
-int ds_tls_client(struct ds_tls **out, const char *ca_file, bool insecure, struct ds_error *err)
+int xftp_tls_client(struct xftp_tls **out, const char *ca_file, bool insecure, struct ds_error *err)
 {
         char why[256];
-        struct ds_tls *tls = calloc(1, sizeof(*tls));
+        struct xftp_tls *tls = calloc(1, sizeof(*tls));
 
         *out = NULL;
         if (!tls || !(tls->ctx = SSL_CTX_new(TLS_client_method()))) {
@@ -128,14 +128,14 @@ int ds_tls_client(struct ds_tls **out, const char *ca_file, bool insecure, struc
         else if (rc == 0 && !ca_file && SSL_CTX_set_default_verify_paths(tls->ctx) != 1)
                 rc = ds_fail(err, -EINVAL, "the system's CAs: %s", ssl_reason(why, sizeof(why)));
         if (rc < 0) {
-                ds_tls_free(tls);
+                xftp_tls_free(tls);
                 return rc;
         }
         *out = tls;
         return 0;
 }
 
-void ds_tls_free(struct ds_tls *tls)
+void xftp_tls_free(struct xftp_tls *tls)
 {
         if (!tls)
                 return;
@@ -183,7 +183,7 @@ static bool wait_slice(int fd, short want, uint64_t start_ns)
 /* No writev in TLS: each piece is its own SSL_write (a MODE E header, then 4 MiB that
  * OpenSSL cuts into records; one copy, the encryption's, into its record buffer). A retry
  * after -EAGAIN offers the same bytes again, as OpenSSL requires. */
-static ssize_t tls_sendv(struct ds_xconn *c, const struct iovec *iov, int cnt, int flags)
+static ssize_t tls_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
 {
         struct tls_conn *t = c->impl;
         uint64_t start_ns = ds_now_ns();
@@ -214,7 +214,7 @@ static ssize_t tls_sendv(struct ds_xconn *c, const struct iovec *iov, int cnt, i
         return (ssize_t)total;
 }
 
-static ssize_t tls_recv(struct ds_xconn *c, void *buf, size_t len, int flags)
+static ssize_t tls_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
 {
         struct tls_conn *t = c->impl;
         uint64_t start_ns = ds_now_ns();
@@ -244,7 +244,7 @@ static ssize_t tls_recv(struct ds_xconn *c, void *buf, size_t len, int flags)
         return (ssize_t)got;
 }
 
-static size_t tls_pending(struct ds_xconn *c)
+static size_t tls_pending(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
@@ -256,7 +256,7 @@ static size_t tls_pending(struct ds_xconn *c)
 
 /* Kernel TLS: the kernel encrypts what sendfile() hands it, page-cache pages straight to
  * the wire as in the clear. */
-static ssize_t tls_sendfile(struct ds_xconn *c, int file_fd, off_t *offset, size_t len)
+static ssize_t tls_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         struct tls_conn *t = c->impl;
 
@@ -276,7 +276,7 @@ static ssize_t tls_sendfile(struct ds_xconn *c, int file_fd, off_t *offset, size
 
 /* Sends close_notify (a MODE S receiver's proof that the end is the end) within
  * SHUTDOWN_MS, without waiting for the peer's. */
-static void tls_shutdown(struct ds_xconn *c, struct tls_conn *t)
+static void tls_shutdown(struct xftp_conn *c, struct tls_conn *t)
 {
         uint64_t deadline = ds_deadline_in(SHUTDOWN_MS);
 
@@ -298,7 +298,7 @@ static void tls_shutdown(struct ds_xconn *c, struct tls_conn *t)
  * the socket (the tickets a TLS 1.3 server sends on every connection) would be a reset,
  * and a reset can overtake the last data the peer has not yet read: vsftpd then fails an
  * upload with 426. */
-static void tls_drain(struct ds_xconn *c)
+static void tls_drain(struct xftp_conn *c)
 {
         uint64_t deadline = ds_deadline_in(SHUTDOWN_MS);
         char sink[4096];
@@ -323,7 +323,7 @@ static void tls_drain(struct ds_xconn *c)
  * more: the sender of 1 GiB spent more time copying than encrypting. Returns as sendv. */
 #define TLS_FILE_CHUNK (256u << 10)
 
-static ssize_t tls_user_sendfile(struct ds_xconn *c, int file_fd, off_t *offset, size_t len)
+static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         struct tls_conn *t = c->impl;
 
@@ -335,7 +335,7 @@ static ssize_t tls_user_sendfile(struct ds_xconn *c, int file_fd, off_t *offset,
                 return got < 0 ? -errno : 0;
         /* A send that must be retried is retried with these bytes read again from the
          * same offset, as OpenSSL wants a write it could not finish. */
-        ssize_t sent = ds_xconn_send(c, t->chunk, (size_t)got, 0);
+        ssize_t sent = xftp_conn_send(c, t->chunk, (size_t)got, 0);
         if (sent > 0)
                 *offset += sent;
         return sent;
@@ -349,7 +349,7 @@ static void tls_conn_free(struct tls_conn *t)
         free(t);
 }
 
-static int tls_close(struct ds_xconn *c)
+static int tls_close(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
@@ -360,7 +360,7 @@ static int tls_close(struct ds_xconn *c)
         return close(c->fd) < 0 ? -errno : 0;
 }
 
-static void tls_drop(struct ds_xconn *c)
+static void tls_drop(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
         /* Ended as agreed, though no close_notify went: OpenSSL would otherwise take the
@@ -371,7 +371,7 @@ static void tls_drop(struct ds_xconn *c)
         close(c->fd);
 }
 
-static const struct ds_xconn_ops tls_user_ops = {
+static const struct xftp_conn_ops tls_user_ops = {
     .name = "tls",
     .sendv = tls_sendv,
     .recv = tls_recv,
@@ -381,7 +381,7 @@ static const struct ds_xconn_ops tls_user_ops = {
     .drop = tls_drop,
 };
 
-static const struct ds_xconn_ops tls_kernel_ops = {
+static const struct xftp_conn_ops tls_kernel_ops = {
     .name = "ktls",
     .sendv = tls_sendv,
     .recv = tls_recv,
@@ -391,19 +391,19 @@ static const struct ds_xconn_ops tls_kernel_ops = {
     .drop = tls_drop,
 };
 
-bool ds_tls_on(const struct ds_xconn *c)
+bool xftp_tls_on(const struct xftp_conn *c)
 {
         return c->fd >= 0 && (c->ops == &tls_user_ops || c->ops == &tls_kernel_ops);
 }
 
-const char *ds_tls_version(const struct ds_xconn *c)
+const char *xftp_tls_version(const struct xftp_conn *c)
 {
-        return ds_tls_on(c) ? SSL_get_version(((struct tls_conn *)c->impl)->ssl) : "";
+        return xftp_tls_on(c) ? SSL_get_version(((struct tls_conn *)c->impl)->ssl) : "";
 }
 
-const char *ds_tls_cipher(const struct ds_xconn *c)
+const char *xftp_tls_cipher(const struct xftp_conn *c)
 {
-        return ds_tls_on(c) ? SSL_get_cipher_name(((struct tls_conn *)c->impl)->ssl) : "";
+        return xftp_tls_on(c) ? SSL_get_cipher_name(((struct tls_conn *)c->impl)->ssl) : "";
 }
 
 /* The name a client checks the certificate against: an address literal is matched
@@ -421,8 +421,8 @@ static int check_host(SSL *ssl, const char *host)
 }
 
 /* Wraps the plain connection c in a new SSL object, not yet shaken hands. */
-static int wrap(struct ds_xconn *c, struct ds_tls *tls, bool server, const char *host,
-                struct ds_xconn *resume)
+static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const char *host,
+                struct xftp_conn *resume)
 {
         struct tls_conn *t = calloc(1, sizeof(*t));
         int flags = fcntl(c->fd, F_GETFL);
@@ -456,7 +456,7 @@ static int wrap(struct ds_xconn *c, struct ds_tls *tls, bool server, const char 
                 else if (host)
                         SSL_set_tlsext_host_name(t->ssl, host);
                 SSL_SESSION *session =
-                    resume && ds_tls_on(resume)
+                    resume && xftp_tls_on(resume)
                         ? SSL_get1_session(((struct tls_conn *)resume->impl)->ssl)
                         : NULL;
                 if (session && SSL_set_session(t->ssl, session) != 1)
@@ -483,7 +483,7 @@ static bool kernel_receives(int fd)
 }
 
 /* After a handshake: whether the kernel took the keys. */
-static void note_kernel(struct ds_xconn *c)
+static void note_kernel(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
@@ -503,7 +503,7 @@ static void note_kernel(struct ds_xconn *c)
 }
 
 /* One step of conns[i]'s handshake: 1 done, 0 waiting for *want, or a negative errno. */
-static int handshake_step(struct ds_xconn *c, bool server, bool must_resume, short *want,
+static int handshake_step(struct xftp_conn *c, bool server, bool must_resume, short *want,
                           struct ds_error *err)
 {
         struct tls_conn *t = c->impl;
@@ -538,9 +538,9 @@ static int handshake_step(struct ds_xconn *c, bool server, bool must_resume, sho
                (int)rc;
 }
 
-int ds_tls_start(struct ds_xconn *conns, unsigned n, struct ds_tls *tls, bool server,
-                 const char *host, struct ds_xconn *resume, int timeout_ms, atomic_bool *also,
-                 struct ds_error *err)
+int xftp_tls_start(struct xftp_conn *conns, unsigned n, struct xftp_tls *tls, bool server,
+                   const char *host, struct xftp_conn *resume, int timeout_ms, atomic_bool *also,
+                   struct ds_error *err)
 {
         struct pollfd pfds[16];
         uint64_t deadline = ds_deadline_in(timeout_ms);
@@ -583,9 +583,9 @@ int ds_tls_start(struct ds_xconn *conns, unsigned n, struct ds_tls *tls, bool se
         }
         if (rc < 0) {
                 for (unsigned i = 0; i < n; i++) {
-                        if (i < wrapped && conns[i].impl && ds_tls_on(&conns[i]))
+                        if (i < wrapped && conns[i].impl && xftp_tls_on(&conns[i]))
                                 ((struct tls_conn *)conns[i].impl)->broken = true;
-                        ds_xconn_close(&conns[i]);
+                        xftp_conn_close(&conns[i]);
                 }
         }
         return rc;

@@ -29,7 +29,7 @@ static void forget_data(struct session *s)
 
 void xfer_drop_kept(struct session *s)
 {
-        ds_xconn_drop_all(s->kept, s->kept_n); /* the client waits for replies */
+        xftp_conn_drop_all(s->kept, s->kept_n); /* the client waits for replies */
         s->kept_n = 0;
 }
 
@@ -53,23 +53,23 @@ void xfer_reset(struct session *s)
         s->range_start = s->range_end = 0;
 }
 
-struct ds_data_opts xfer_data_opts(struct session *s, atomic_bool *stop)
+struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop)
 {
         size_t buf = s->config->block < (64u << 20) ? s->config->block : (64u << 20);
-        return (struct ds_data_opts){.sockbuf = (int)buf,
-                                     .timeout_ms = s->config->data_ms,
-                                     .stop = stop,
-                                     .port_lo = s->config->pasv_lo,
-                                     .port_hi = s->config->pasv_hi};
+        return (struct xftp_data_opts){.sockbuf = (int)buf,
+                                       .timeout_ms = s->config->data_ms,
+                                       .stop = stop,
+                                       .port_lo = s->config->pasv_lo,
+                                       .port_hi = s->config->pasv_hi};
 }
 
 void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
 {
         struct ds_error err;
-        struct ds_ftp_addr bound;
-        char text[DS_FTP_ADDR_TEXT];
+        struct xftp_addr bound;
+        char text[XFTP_ADDR_TEXT];
         int family = s->local.ss.ss_family;
-        bool v4 = family == AF_INET || ds_ftp_format_port(&s->local, text, sizeof(text)) == 0;
+        bool v4 = family == AF_INET || xftp_format_port(&s->local, text, sizeof(text)) == 0;
 
         if (extended && strcasecmp(arg, "ALL") == 0) {
                 s->epsv_all = true;
@@ -89,27 +89,27 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
                 return;
         }
         forget_data(s);
-        struct ds_data_opts opts = xfer_data_opts(s, NULL);
-        int fd = ds_data_listen(&s->local, &opts, &err);
+        struct xftp_data_opts opts = xfer_data_opts(s, NULL);
+        int fd = xftp_data_listen(&s->local, &opts, &err);
         s->pasv_fd = fd;
-        if (fd < 0 || ds_ftp_addr_local(fd, &bound) < 0) {
+        if (fd < 0 || xftp_addr_local(fd, &bound) < 0) {
                 forget_data(s);
                 session_reply(s, "425 Cannot open a passive port%s.",
                               fd == -EADDRINUSE ? ": all in use, try later" : "");
                 return;
         }
         if (extended) {
-                ds_ftp_format_epsv(ds_ftp_addr_port(&bound), text, sizeof(text));
+                xftp_format_epsv(xftp_addr_port(&bound), text, sizeof(text));
                 session_reply(s, "229 Entering Extended Passive Mode %s", text);
         } else {
                 /* Behind NAT the address clients reach (--pasv-address) is not ours. EPSV
                  * names no address (RFC 2428): the client uses the control connection's. */
                 if (s->config->pasv_addr.len) {
-                        uint16_t port = ds_ftp_addr_port(&bound);
+                        uint16_t port = xftp_addr_port(&bound);
                         bound = s->config->pasv_addr;
-                        ds_ftp_addr_set_port(&bound, port);
+                        xftp_addr_set_port(&bound, port);
                 }
-                ds_ftp_format_port(&bound, text, sizeof(text));
+                xftp_format_port(&bound, text, sizeof(text));
                 session_reply(s, "227 Entering Passive Mode (%s).", text);
         }
 }
@@ -123,13 +123,13 @@ static bool third_host_ok(const struct session *s)
 
 void xfer_cmd_port(struct session *s, bool extended, const char *arg)
 {
-        struct ds_ftp_addr addr;
+        struct xftp_addr addr;
 
         if (s->epsv_all) {
                 session_reply(s, "503 EPSV ALL was given: use EPSV.");
                 return;
         }
-        int rc = extended ? ds_ftp_parse_eprt(arg, &addr) : ds_ftp_parse_port(arg, &addr);
+        int rc = extended ? xftp_parse_eprt(arg, &addr) : xftp_parse_port(arg, &addr);
         if (rc == -EAFNOSUPPORT) {
                 session_reply(s, "522 Network protocol not supported, use (1,2)");
                 return;
@@ -140,11 +140,11 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
         }
         /* FTP bounce protection: never a privileged port, and a third host only with --fxp
          * for a user who logged in with a password (server-to-server copies). */
-        if (ds_ftp_addr_port(&addr) < 1024) {
+        if (xftp_addr_port(&addr) < 1024) {
                 session_reply(s, "504 Refused: port below 1024.");
                 return;
         }
-        if (!ds_ftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
+        if (!xftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
@@ -154,11 +154,11 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
 }
 
 /* One line per transfer for the connections a passive port turned away. */
-static void log_refused(struct session *s, const struct ds_data_refused *refused)
+static void log_refused(struct session *s, const struct xftp_data_refused *refused)
 {
-        char from[DS_FTP_ADDR_TEXT];
+        char from[XFTP_ADDR_TEXT];
 
-        ds_ftp_addr_text(&refused->first, from, sizeof(from));
+        xftp_addr_text(&refused->first, from, sizeof(from));
         xftpd_log(LOG_WARNING, "%s %s refused %u data connection%s from another host (first %s)%s",
                   s->user, s->peer_text, refused->count, refused->count == 1 ? "" : "s", from,
                   s->anonymous ? "" : "; --fxp allows them");
@@ -168,11 +168,11 @@ static void log_refused(struct session *s, const struct ds_data_refused *refused
  * connections kept from the last one when no PASV or PORT came since (*reused says so);
  * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
  * cannot. */
-int xfer_open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool reuse, bool *reused)
+int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool reuse, bool *reused)
 {
         struct ds_error err;
-        struct ds_data_opts opts = xfer_data_opts(s, &s->xfer_stop);
-        int fds[DS_MODEE_MAX_STREAMS];
+        struct xftp_data_opts opts = xfer_data_opts(s, &s->xfer_stop);
+        int fds[XFTP_MODEE_MAX_STREAMS];
         int rc;
 
         *reused = false;
@@ -194,21 +194,21 @@ int xfer_open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool r
         xfer_drop_kept(s);
         if (s->pasv_fd >= 0) {
                 /* A third host that races the client for the port gets nothing. */
-                struct ds_data_refused refused = {0};
-                rc = ds_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
-                                    &refused, &err);
+                struct xftp_data_refused refused = {0};
+                rc = xftp_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
+                                      &refused, &err);
                 if (refused.count)
                         log_refused(s, &refused);
         } else if (s->active.len) {
-                struct ds_ftp_addr from = s->local;
-                ds_ftp_addr_set_port(&from, 0);
-                rc = ds_data_connect(&s->active, &from, fds, n, &opts, &err);
+                struct xftp_addr from = s->local;
+                xftp_addr_set_port(&from, 0);
+                rc = xftp_data_connect(&s->active, &from, fds, n, &opts, &err);
         } else {
                 session_reply(s, "425 Use PORT, EPRT, PASV or EPSV first.");
                 return -ENOTCONN;
         }
         for (unsigned i = 0; i < n; i++)
-                rc < 0 ? ds_xconn_none(&conns[i]) : ds_xconn_plain(&conns[i], fds[i]);
+                rc < 0 ? xftp_conn_none(&conns[i]) : xftp_conn_plain(&conns[i], fds[i]);
         if (rc < 0)
                 session_reply(s, "425 Cannot open the data connection: %s.", err.text);
         if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */

@@ -14,13 +14,14 @@
 
 /* The data connections' options: socket buffers, deadline, passive ports, and stop (may be
  * NULL), which ends every wait on them. */
-struct ds_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);
+struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);
 
 /* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
  * connections kept from the last one when no PASV or PORT came since (*reused says so);
  * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
  * cannot. */
-int xfer_open_data(struct session *s, struct ds_xconn *conns, unsigned n, bool reuse, bool *reused);
+int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool reuse,
+                   bool *reused);
 
 /* Replies for a transfer cut short (rc, why), and for the ABOR that cut it. */
 void xfer_reply_cut(struct session *s, int rc, const char *why);

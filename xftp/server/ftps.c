@@ -28,7 +28,7 @@ int ftps_session_init(struct session *s)
         if (getrandom(id + sizeof(pid), sizeof(id) - sizeof(pid), 0) !=
             (ssize_t)(sizeof(id) - sizeof(pid)))
                 return -EIO;
-        return ds_tls_server_session_scope(s->config->tls, id, sizeof(id));
+        return xftp_tls_server_session_scope(s->config->tls, id, sizeof(id));
 }
 
 static void cmd_auth(struct session *s, const char *arg)
@@ -39,7 +39,7 @@ static void cmd_auth(struct session *s, const char *arg)
                 session_reply(s, "502 AUTH: this server has no TLS.");
                 return;
         }
-        if (ds_tls_on(&s->ctl)) {
+        if (xftp_tls_on(&s->ctl)) {
                 session_reply(s, "503 AUTH: already TLS.");
                 return;
         }
@@ -59,8 +59,8 @@ static void cmd_auth(struct session *s, const char *arg)
         if (session_reply(s, "234 AUTH TLS: go ahead.") < 0)
                 return;
         int left = ds_deadline_left_ms(session_reply_deadline(s));
-        if (ds_tls_start(&s->ctl, 1, s->config->tls, true, NULL, NULL, left > 0 ? left : 1, NULL,
-                         &err) < 0) {
+        if (xftp_tls_start(&s->ctl, 1, s->config->tls, true, NULL, NULL, left > 0 ? left : 1, NULL,
+                           &err) < 0) {
                 fprintf(stderr, "xftpd: %s: AUTH TLS: %s\n", s->peer_text, err.text);
                 atomic_store(&s->ctl_gone, true); /* the connection is closed */
         }
@@ -90,7 +90,7 @@ bool ftps_command(struct session *s, const struct xftpd_cmd *cmd)
                 cmd_auth(s, cmd->arg);
                 return true;
         case V_PBSZ:
-                if (!ds_tls_on(&s->ctl)) {
+                if (!xftp_tls_on(&s->ctl)) {
                         session_reply(s, "503 PBSZ after AUTH TLS.");
                         return true;
                 }
@@ -104,7 +104,7 @@ bool ftps_command(struct session *s, const struct xftpd_cmd *cmd)
                 session_reply(s, "534 CCC refused: the control connection stays TLS.");
                 return true;
         case V_USER:
-                if (!s->config->tls_required || ds_tls_on(&s->ctl))
+                if (!s->config->tls_required || xftp_tls_on(&s->ctl))
                         return false;
                 session_reply(s, "530 This server requires TLS: AUTH TLS first.");
                 return true;
@@ -130,10 +130,10 @@ bool ftps_data_refused(struct session *s)
         return true;
 }
 
-int ftps_secure_data(struct session *s, struct ds_xconn *conns, unsigned n, struct ds_error *err)
+int ftps_secure_data(struct session *s, struct xftp_conn *conns, unsigned n, struct ds_error *err)
 {
         if (!s->prot_p)
                 return 0;
-        return ds_tls_start(conns, n, s->config->tls, true, NULL, &s->ctl, s->config->data_ms,
-                            &s->xfer_stop, err);
+        return xftp_tls_start(conns, n, s->config->tls, true, NULL, &s->ctl, s->config->data_ms,
+                              &s->xfer_stop, err);
 }

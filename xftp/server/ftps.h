@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 struct ds_error;
-struct ds_xconn;
+struct xftp_conn;
 struct session;
 struct xftpd_cmd;
 
@@ -26,6 +26,6 @@ bool ftps_data_refused(struct session *s);
 /* Under PROT P, the TLS handshakes of the data connections just opened, each of which
  * must resume the control connection's session. Returns 0 or a negative errno with err
  * filled and conns closed. */
-int ftps_secure_data(struct session *s, struct ds_xconn *conns, unsigned n, struct ds_error *err);
+int ftps_secure_data(struct session *s, struct xftp_conn *conns, unsigned n, struct ds_error *err);
 
 #endif

@@ -30,8 +30,7 @@ int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max
         return table->pids && table->hosts && table->slots && table->slot_taken ? 0 : -ENOMEM;
 }
 
-const char *guard_sessions_refuse(const struct guard_sessions *table,
-                                  const struct ds_ftp_addr *peer)
+const char *guard_sessions_refuse(const struct guard_sessions *table, const struct xftp_addr *peer)
 {
         struct throttle_key key = throttle_key_of(peer);
         unsigned same = 0;
@@ -56,7 +55,7 @@ unsigned guard_sessions_free_slot(const struct guard_sessions *table)
         return slot;
 }
 
-void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer,
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct xftp_addr *peer,
                         unsigned slot)
 {
         table->pids[table->count] = pid;

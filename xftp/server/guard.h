@@ -19,7 +19,7 @@ struct guard_sessions {
         unsigned max_per_host; /* sessions from one client address (IPv6: one /64) */
         unsigned count;
         pid_t *pids;
-        struct ds_ftp_addr *hosts;
+        struct xftp_addr *hosts;
         unsigned *slots;                 /* each session's budget slot */
         bool *slot_taken;                /* max of them */
         struct ds_shared_budget *budget; /* may be NULL */
@@ -29,11 +29,10 @@ int guard_sessions_init(struct guard_sessions *table, unsigned max, unsigned max
                         struct ds_shared_budget *budget);
 /* Why a new session from peer may not start ("too many sessions", ...), or NULL. Sessions
  * count as from one address as failed logins do (throttle_key_of). */
-const char *guard_sessions_refuse(const struct guard_sessions *table,
-                                  const struct ds_ftp_addr *peer);
+const char *guard_sessions_refuse(const struct guard_sessions *table, const struct xftp_addr *peer);
 /* The budget slot the next session gets (there is one: guard_sessions_refuse said so). */
 unsigned guard_sessions_free_slot(const struct guard_sessions *table);
-void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct ds_ftp_addr *peer,
+void guard_sessions_add(struct guard_sessions *table, pid_t pid, const struct xftp_addr *peer,
                         unsigned slot);
 /* Reaps the sessions that have ended, without waiting. */
 void guard_sessions_reap(struct guard_sessions *table);

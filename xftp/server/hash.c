@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <stdint.h>
 
-/* HASH's reply once the hash has ended (rc from ds_hash_file). */
+/* HASH's reply once the hash has ended (rc from xftp_hash_file). */
 static void reply_hash(struct session *s, int rc, const char *arg, uint64_t start, uint64_t end,
                        const char *hex, const struct ds_error *err)
 {
         if (rc == 0) {
-                session_reply(s, "213 %s %llu-%llu %s %s", ds_hash_name(s->hash_algo),
+                session_reply(s, "213 %s %llu-%llu %s %s", xftp_hash_name(s->hash_algo),
                               (unsigned long long)start, (unsigned long long)end, hex, arg);
                 if (atomic_load(&s->aborted))
                         session_reply(s, "226 ABOR: the hash had ended.");
@@ -29,10 +29,10 @@ static void reply_hash(struct session *s, int rc, const char *arg, uint64_t star
 
 /* Hashes [start, stop) of xfile and replies. Hashing a large file takes long: the watcher
  * lets ABOR, a hang-up or SIGTERM end it. */
-static void run_hash(struct session *s, struct ds_xfile *xfile, const char *arg, uint64_t start,
+static void run_hash(struct session *s, struct xftp_xfile *xfile, const char *arg, uint64_t start,
                      uint64_t stop)
 {
-        char hex[DS_HASH_HEX_MAX];
+        char hex[XFTP_HASH_HEX_MAX];
         struct ds_error err;
         uint64_t end = 0;
 
@@ -40,22 +40,22 @@ static void run_hash(struct session *s, struct ds_xfile *xfile, const char *arg,
                 session_reply(s, "451 Cannot start the hash.");
                 return;
         }
-        int rc = ds_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
-                              hex, &end, &err);
+        int rc = xftp_hash_file(xfile, s->hash_algo, start, stop, s->config->block, &s->xfer_stop,
+                                hex, &end, &err);
         watch_end(s);
         reply_hash(s, rc, arg, start, end, hex, &err);
 }
 
 void xfer_cmd_hash(struct session *s, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
-        struct ds_store_file *file = NULL;
+        char path[XFTP_STORE_PATH_MAX];
+        struct xftp_store_file *file = NULL;
         uint64_t size = 0;
 
-        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        int rc = xftp_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
-                rc = ds_store_open_read(s->store, path, &file);
-        struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(file) : NULL;
+                rc = xftp_store_open_read(s->store, path, &file);
+        struct xftp_xfile *xfile = rc == 0 ? xftp_store_xfile(file) : NULL;
         if (rc == 0)
                 rc = xfile->ops->size(xfile, &size);
         uint64_t start = s->range_start, stop = s->range_end ? s->range_end : UINT64_MAX;
@@ -69,11 +69,11 @@ void xfer_cmd_hash(struct session *s, const char *arg)
                 session_reply(s,
                               "554 RANG start %llu lies at or beyond the end of %s (%llu bytes).",
                               (unsigned long long)start, arg, (unsigned long long)size);
-        } else if (xfer_budget_take(s, s->config->block)) { /* ds_hash_file's one buffer */
+        } else if (xfer_budget_take(s, s->config->block)) { /* xftp_hash_file's one buffer */
                 run_hash(s, xfile, arg, start, stop);
                 xfer_budget_give(s, s->config->block);
         }
         if (file)
-                ds_store_file_close(file, false);
+                xftp_store_file_close(file, false);
         xfer_reset(s);
 }

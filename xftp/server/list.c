@@ -18,9 +18,9 @@
 struct lister {
         struct session *s;
         enum xftpd_verb verb;
-        struct ds_xconn *conn; /* the data connection; NULL: the control one (STAT, MLST) */
-        uint64_t ctl_deadline; /* fd -1: the whole reply's, so a client that reads a byte
-                                * now and then cannot stretch it chunk by chunk */
+        struct xftp_conn *conn; /* the data connection; NULL: the control one (STAT, MLST) */
+        uint64_t ctl_deadline;  /* fd -1: the whole reply's, so a client that reads a byte
+                                 * now and then cannot stretch it chunk by chunk */
         time_t now;
         int rc;
         size_t used;
@@ -29,11 +29,11 @@ struct lister {
 
 static int lister_flush(struct lister *l)
 {
-        struct ds_data_opts opts = xfer_data_opts(l->s, &l->s->xfer_stop);
+        struct xftp_data_opts opts = xfer_data_opts(l->s, &l->s->xfer_stop);
         struct ds_error err;
 
         if (l->rc == 0 && l->used > 0 && l->conn)
-                l->rc = ds_data_write_all(l->conn, l->buf, l->used, &opts, &err);
+                l->rc = xftp_data_write_all(l->conn, l->buf, l->used, &opts, &err);
         else if (l->rc == 0 && l->used > 0)
                 l->rc = session_send(l->s, l->buf, l->used, l->ctl_deadline);
         l->used = 0;
@@ -41,7 +41,7 @@ static int lister_flush(struct lister *l)
 }
 
 /* "type=file;size=10;modify=20240101120000;perm=rw; " as RFC 3659 spells the facts. */
-static int mlsx_facts(char *out, size_t len, const struct ds_store_stat *st, bool read_only)
+static int mlsx_facts(char *out, size_t len, const struct xftp_store_stat *st, bool read_only)
 {
         struct tm tm;
         time_t t = (time_t)st->mtime;
@@ -54,7 +54,7 @@ static int mlsx_facts(char *out, size_t len, const struct ds_store_stat *st, boo
 }
 
 /* "drwxr-xr-x 1 ftp ftp 4096 Jan  1 12:00 " as ls -l prints it, the form clients parse. */
-static int ls_fields(char *out, size_t len, const struct ds_store_stat *st, time_t now)
+static int ls_fields(char *out, size_t len, const struct xftp_store_stat *st, time_t now)
 {
         static const char rwx[] = "rwxrwxrwx";
         char mode[11], when[16];
@@ -72,7 +72,7 @@ static int ls_fields(char *out, size_t len, const struct ds_store_stat *st, time
                         when);
 }
 
-static int list_entry(const char *name, const struct ds_store_stat *st, void *ctx)
+static int list_entry(const char *name, const struct xftp_store_stat *st, void *ctx)
 {
         struct lister *l = ctx;
         size_t room = sizeof(l->buf) - l->used;
@@ -99,15 +99,15 @@ static int list_entry(const char *name, const struct ds_store_stat *st, void *ct
 /* Lists path into l: a directory's entries, or a file's own line. */
 static int list_path(struct lister *l, const char *path, const char *shown)
 {
-        struct ds_store_stat st;
-        int rc = ds_store_stat(l->s->store, path, &st);
+        struct xftp_store_stat st;
+        int rc = xftp_store_stat(l->s->store, path, &st);
 
         if (rc < 0)
                 return rc;
         if (!st.dir || l->verb == V_MLST)
                 rc = list_entry(shown, &st, l);
         else
-                rc = ds_store_list(l->s->store, path, list_entry, l);
+                rc = xftp_store_list(l->s->store, path, list_entry, l);
         return rc < 0 ? rc : lister_flush(l);
 }
 
@@ -124,14 +124,14 @@ static const char *skip_ls_options(const char *arg)
 
 void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         struct lister *l = calloc(1, sizeof(*l));
-        struct ds_xconn conn;
+        struct xftp_conn conn;
 
         const char *name = verb == V_LIST || verb == V_NLST ? skip_ls_options(arg) : arg;
-        int rc = l ? ds_store_path(s->cwd, name, path, sizeof(path)) : -ENOMEM;
+        int rc = l ? xftp_store_path(s->cwd, name, path, sizeof(path)) : -ENOMEM;
         if (rc == 0)
-                rc = ds_store_stat(s->store, path, &(struct ds_store_stat){0});
+                rc = xftp_store_stat(s->store, path, &(struct xftp_store_stat){0});
         if (rc < 0) {
                 session_reply_errno(s, rc, name);
         } else if (watch_begin(s) == 0) {
@@ -145,7 +145,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                         rc = ftps_secure_data(s, &conn, 1, &err);
                         if (rc == 0)
                                 rc = list_path(l, path, name);
-                        ds_xconn_close(&conn);
+                        xftp_conn_close(&conn);
                         if (rc == 0)
                                 xfer_reply_done(s, "Listing sent.");
                         else
@@ -159,13 +159,13 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
 
 void xfer_cmd_stat_path(struct session *s, enum xftpd_verb verb, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         struct lister *l = calloc(1, sizeof(*l));
         int code = verb == V_MLST ? 250 : 213;
 
-        int rc = l ? ds_store_path(s->cwd, arg, path, sizeof(path)) : -ENOMEM;
+        int rc = l ? xftp_store_path(s->cwd, arg, path, sizeof(path)) : -ENOMEM;
         if (rc == 0)
-                rc = ds_store_stat(s->store, path, &(struct ds_store_stat){0});
+                rc = xftp_store_stat(s->store, path, &(struct xftp_store_stat){0});
         if (rc == 0) {
                 *l = (struct lister){.s = s,
                                      .verb = verb,

@@ -25,7 +25,7 @@ FILE *xftpd_log_stream(void);
 
 /* One transfer, as the transfer log records it. */
 struct xftpd_xfer_record {
-        const char *host; /* the client's address as ds_ftp_addr_text writes it; the
+        const char *host; /* the client's address as xftp_addr_text writes it; the
                            * port (and an IPv6 address's brackets) are left out */
         const char *path; /* the file, from the store's root */
         const char *user; /* the login name */

@@ -36,10 +36,10 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                           const struct throttle *throttle, const struct xftpd_config *config)
 {
         char refusal[96];
-        struct ds_ftp_addr peer;
+        struct xftp_addr peer;
         unsigned ban_s = 0;
         const char *why =
-            ds_ftp_addr_peer(fd, &peer) < 0 ? "421 Gone.\r\n" : guard_sessions_refuse(table, &peer);
+            xftp_addr_peer(fd, &peer) < 0 ? "421 Gone.\r\n" : guard_sessions_refuse(table, &peer);
 
         if (!why && (ban_s = throttle_banned(throttle, &peer, ds_now_ns())) > 0) {
                 snprintf(refusal, sizeof(refusal),
@@ -48,10 +48,10 @@ static void start_session(int listen_fd, int fd, struct guard_sessions *table,
                 why = refusal;
         }
         if (why) {
-                struct ds_xconn ctl;
-                ds_xconn_plain(&ctl, fd);
-                (void)!ds_xconn_send(&ctl, why, strlen(why), MSG_DONTWAIT);
-                ds_xconn_close(&ctl);
+                struct xftp_conn ctl;
+                xftp_conn_plain(&ctl, fd);
+                (void)!xftp_conn_send(&ctl, why, strlen(why), MSG_DONTWAIT);
+                xftp_conn_close(&ctl);
                 return;
         }
         unsigned slot = guard_sessions_free_slot(table);
@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 {
         static struct server sv;
         struct ds_error err;
-        struct ds_store *store;
+        struct xftp_store *store;
         static struct throttle throttle; /* a few dozen KiB: not on the stack */
 
         sv.argc = ds_live_take_option(argc, argv);
@@ -355,10 +355,11 @@ int main(int argc, char **argv)
         xftpd_log_open(o->syslog);
         if (o->users_file && xftpd_users_load(&sv.users, o->users_file, &err) < 0)
                 errx(1, "%s", err.text);
-        struct ds_tls *tls = NULL; /* before the drop: the key may be root's alone */
-        if (o->tls_cert && ds_tls_server(&tls, o->tls_cert, o->tls_key, &err) < 0)
+        struct xftp_tls *tls = NULL; /* before the drop: the key may be root's alone */
+        if (o->tls_cert && xftp_tls_server(&tls, o->tls_cert, o->tls_key, &err) < 0)
                 errx(1, "%s", err.text);
-        if (ds_store_open(&store, o->roots, o->direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0)
+        if (xftp_store_open(&store, o->roots, o->direct_reads ? XFTP_STORE_DIRECT_READS : 0, &err) <
+            0)
                 errx(1, "%s", err.text);
         int listen_fd = ds_net_listen(o->listen_addr, o->port, SOCK_STREAM, &err);
         if (listen_fd < 0)
@@ -392,18 +393,18 @@ int main(int argc, char **argv)
             .tls_required = o->tls_required,
         };
         set_session_config(&sv);
-        unsigned width = ds_store_width(store);
+        unsigned width = xftp_store_width(store);
         xftpd_log(LOG_INFO, "serving %s%s on port %u", o->roots, width > 1 ? " (striped)" : "",
                   o->port);
         int status = serve(listen_fd, &sv, &throttle);
         close(listen_fd);
         throttle_close(&throttle);
         ds_shared_budget_destroy(budget);
-        ds_store_close(store);
+        xftp_store_close(store);
         xftpd_users_free(sv.users);
         free(sv.o.config_text);
         if (sv.xferlog_fd >= 0)
                 close(sv.xferlog_fd);
-        ds_tls_free(tls);
+        xftp_tls_free(tls);
         return status;
 }

@@ -16,7 +16,7 @@ struct options {
         char *config_text; /* the file's text, cut into the values above; freed with o */
         bool anonymous, anon_write, allow_root, direct_reads, fxp, syslog, read_only, tls_required;
         uint16_t pasv_lo, pasv_hi;
-        struct ds_ftp_addr pasv_addr;
+        struct xftp_addr pasv_addr;
         size_t block;
         uint64_t max_mem;
         unsigned max_sessions, max_per_host, max_fails, max_host_fails;

@@ -56,14 +56,14 @@ int session_send(struct session *s, const void *data, size_t len, uint64_t deadl
         /* Non-blocking sends and a poll that a stop ends: a client that never reads
          * holds a write until its deadline at most, and none waits once stopping. */
         for (size_t done = 0; done < len;) {
-                ssize_t sent = ds_xconn_send(&s->ctl, bytes + done, len - done, MSG_DONTWAIT);
+                ssize_t sent = xftp_conn_send(&s->ctl, bytes + done, len - done, MSG_DONTWAIT);
                 if (sent > 0) {
                         done += (size_t)sent;
                         continue;
                 }
                 int left = ds_deadline_left_ms(deadline_ns);
                 bool may_wait = (sent == -EAGAIN || sent == -EINTR) && left > 0 && !ds_stopping();
-                if (!may_wait || ds_xconn_wait(&s->ctl, POLLOUT, left, NULL) < 0) {
+                if (!may_wait || xftp_conn_wait(&s->ctl, POLLOUT, left, NULL) < 0) {
                         atomic_store(&s->ctl_gone, true);
                         return -EPIPE;
                 }
@@ -161,13 +161,13 @@ long session_read_line(struct session *s, uint64_t deadline_ns)
                 size_t len = line_ready(s);
                 if (len > 0)
                         return (long)len;
-                int n = ds_xconn_wait(&s->ctl, POLLIN, left, NULL);
+                int n = xftp_conn_wait(&s->ctl, POLLIN, left, NULL);
                 if (n < 0 && n != -EINTR)
                         return n;
                 if (n <= 0)
                         continue;
-                ssize_t got = ds_xconn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used,
-                                            MSG_DONTWAIT);
+                ssize_t got = xftp_conn_recv(&s->ctl, s->in + s->in_used,
+                                             sizeof(s->in) - s->in_used, MSG_DONTWAIT);
                 if (got == -EINTR || got == -EAGAIN)
                         continue;
                 if (got <= 0)
@@ -240,8 +240,9 @@ static bool open_user_store(struct session *s)
             s->anonymous ? s->config->anon_root : xftpd_users_root(s->config->users, s->user, &ro);
 
         s->read_only = s->anonymous ? !s->config->anon_write : ro;
-        if (root && ds_store_open(&s->own_store, root,
-                                  s->config->direct_reads ? DS_STORE_DIRECT_READS : 0, &err) < 0) {
+        if (root &&
+            xftp_store_open(&s->own_store, root,
+                            s->config->direct_reads ? XFTP_STORE_DIRECT_READS : 0, &err) < 0) {
                 xftpd_log(LOG_ERR, "%s %s: %s", s->user, s->peer_text, err.text);
                 session_reply(s, "421 Your store cannot be opened; closing.");
                 return false;
@@ -249,7 +250,7 @@ static bool open_user_store(struct session *s)
         if (root) {
                 /* This process has no more use for the server's store: closed, nothing
                  * the user does can reach it. */
-                ds_store_close(s->config->store);
+                xftp_store_close(s->config->store);
                 s->store = s->own_store;
         }
         s->logged_in = true;
@@ -298,7 +299,7 @@ static bool cmd_pass(struct session *s, const char *password)
  * the store takes. */
 static bool resolve(struct session *s, const char *arg, char *out)
 {
-        int rc = ds_store_path(s->cwd, arg, out, DS_STORE_PATH_MAX);
+        int rc = xftp_store_path(s->cwd, arg, out, XFTP_STORE_PATH_MAX);
         if (rc < 0)
                 session_reply_errno(s, rc, arg);
         return rc == 0;
@@ -320,12 +321,12 @@ static void quoted_path(const char *path, char *out, size_t len)
 
 static void cmd_cwd(struct session *s, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
-        struct ds_store_stat st;
+        char path[XFTP_STORE_PATH_MAX];
+        struct xftp_store_stat st;
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_stat(s->store, path, &st);
+        int rc = xftp_store_stat(s->store, path, &st);
         if (rc == 0 && !st.dir)
                 rc = -ENOTDIR;
         if (rc < 0) {
@@ -338,7 +339,7 @@ static void cmd_cwd(struct session *s, const char *arg)
 
 static void cmd_pwd(struct session *s)
 {
-        char quoted[2 * DS_STORE_PATH_MAX + 2];
+        char quoted[2 * XFTP_STORE_PATH_MAX + 2];
 
         quoted_path(s->cwd, quoted, sizeof(quoted));
         session_reply(s, "257 \"%s\" is the current directory.", quoted);
@@ -347,9 +348,9 @@ static void cmd_pwd(struct session *s)
 /* MKD, RMD, DELE, RNFR, RNTO: the commands that change names. */
 static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX], quoted[2 * DS_STORE_PATH_MAX + 2];
-        struct ds_store_stat st;
-        struct ds_store *store = s->store;
+        char path[XFTP_STORE_PATH_MAX], quoted[2 * XFTP_STORE_PATH_MAX + 2];
+        struct xftp_store_stat st;
+        struct xftp_store *store = s->store;
 
         if (s->read_only) {
                 session_reply(s, "550 Permission denied: read-only.");
@@ -360,19 +361,19 @@ static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
         int rc = 0;
         switch (verb) {
         case V_MKD:
-                rc = ds_store_mkdir(store, path);
+                rc = xftp_store_mkdir(store, path);
                 quoted_path(path, quoted, sizeof(quoted));
                 if (rc == 0)
                         session_reply(s, "257 \"%s\" created.", quoted);
                 break;
         case V_RMD:
-                rc = ds_store_rmdir(store, path);
+                rc = xftp_store_rmdir(store, path);
                 break;
         case V_DELE:
-                rc = ds_store_unlink(store, path);
+                rc = xftp_store_unlink(store, path);
                 break;
         case V_RNFR:
-                rc = ds_store_stat(store, path, &st);
+                rc = xftp_store_stat(store, path, &st);
                 if (rc == 0) {
                         memcpy(s->rename_from, path, sizeof(s->rename_from));
                         s->rename_pending = true;
@@ -385,7 +386,7 @@ static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
                         return;
                 }
                 s->rename_pending = false;
-                rc = ds_store_rename(store, s->rename_from, path);
+                rc = xftp_store_rename(store, s->rename_from, path);
                 break;
         }
         if (rc < 0)
@@ -396,12 +397,12 @@ static void cmd_change(struct session *s, enum xftpd_verb verb, const char *arg)
 
 static void cmd_size_mdtm(struct session *s, enum xftpd_verb verb, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
-        struct ds_store_stat st;
+        char path[XFTP_STORE_PATH_MAX];
+        struct xftp_store_stat st;
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_stat(s->store, path, &st);
+        int rc = xftp_store_stat(s->store, path, &st);
         if (rc == 0 && st.dir)
                 rc = -EISDIR;
         if (rc < 0) {
@@ -423,7 +424,7 @@ static void cmd_size_mdtm(struct session *s, enum xftpd_verb verb, const char *a
  * the times of what it uploads. */
 static void cmd_mfmt(struct session *s, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         struct xftpd_mfmt mfmt;
 
         if (s->read_only) {
@@ -436,7 +437,7 @@ static void cmd_mfmt(struct session *s, const char *arg)
         }
         if (!resolve(s, mfmt.path, path))
                 return;
-        int rc = ds_store_set_mtime(s->store, path, mfmt.sec, mfmt.nsec);
+        int rc = xftp_store_set_mtime(s->store, path, mfmt.sec, mfmt.nsec);
         if (rc == -EISDIR)
                 session_reply(s, "550 %s is a directory; MFMT takes a file.", mfmt.path);
         else if (rc < 0)
@@ -447,12 +448,12 @@ static void cmd_mfmt(struct session *s, const char *arg)
 
 static void cmd_psiz(struct session *s, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         uint64_t size;
 
         if (!resolve(s, arg, path))
                 return;
-        int rc = ds_store_partial_size(s->store, s->user, path, &size);
+        int rc = xftp_store_partial_size(s->store, s->user, path, &size);
         if (rc == -EBUSY)
                 session_reply(s, "450 An upload of %s is still ending; try again.", arg);
         else if (rc < 0)
@@ -465,9 +466,9 @@ static void cmd_feat(struct session *s)
 {
         char hashes[64];
 
-        snprintf(hashes, sizeof(hashes), "%s%s;%s%s", ds_hash_name(DS_HASH_SHA256),
-                 s->hash_algo == DS_HASH_SHA256 ? "*" : "", ds_hash_name(DS_HASH_CRC32C),
-                 s->hash_algo == DS_HASH_CRC32C ? "*" : "");
+        snprintf(hashes, sizeof(hashes), "%s%s;%s%s", xftp_hash_name(XFTP_HASH_SHA256),
+                 s->hash_algo == XFTP_HASH_SHA256 ? "*" : "", xftp_hash_name(XFTP_HASH_CRC32C),
+                 s->hash_algo == XFTP_HASH_CRC32C ? "*" : "");
         static const char *const lines[] = {
             "EPRT",        "EPSV",        "MDTM",        "MFMT", "MLST type*;size*;modify*;perm*;",
             "PASV",        "REST STREAM", "SIZE",        "TVFS", "UTF8",
@@ -484,7 +485,7 @@ static void cmd_feat(struct session *s)
 
 static void cmd_opts(struct session *s, const char *arg)
 {
-        enum ds_hash_algo algo;
+        enum xftp_hash_algo algo;
         unsigned streams;
 
         if (strcasecmp(arg, "UTF8 ON") == 0 || strcasecmp(arg, "UTF8") == 0) {
@@ -493,22 +494,22 @@ static void cmd_opts(struct session *s, const char *arg)
                 s->keep = true;
                 session_reply(s, "200 MODE E data connections are kept across transfers.");
         } else if (strncasecmp(arg, "RETR ", 5) == 0 || strncasecmp(arg, "STOR ", 5) == 0) {
-                if (ds_modee_parse_parallelism(arg + 5, &streams) < 0) {
+                if (xftp_modee_parse_parallelism(arg + 5, &streams) < 0) {
                         session_reply(s, "501 Expected Parallelism=N; with N from 1 to %u.",
-                                      DS_MODEE_MAX_STREAMS);
+                                      XFTP_MODEE_MAX_STREAMS);
                         return;
                 }
                 s->streams = streams;
                 session_reply(s, "200 Parallelism set to %u.", streams);
         } else if (strcasecmp(arg, "HASH") == 0) {
-                session_reply(s, "200 %s", ds_hash_name(s->hash_algo));
+                session_reply(s, "200 %s", xftp_hash_name(s->hash_algo));
         } else if (strncasecmp(arg, "HASH ", 5) == 0) {
-                if (ds_hash_parse(arg + 5, &algo) < 0) {
+                if (xftp_hash_parse(arg + 5, &algo) < 0) {
                         session_reply(s, "501 Unknown hash algorithm.");
                         return;
                 }
                 s->hash_algo = algo;
-                session_reply(s, "200 %s", ds_hash_name(algo));
+                session_reply(s, "200 %s", xftp_hash_name(algo));
         } else if (strncasecmp(arg, "MLST", 4) == 0) {
                 session_reply(s, "200 MLST OPTS type;size;modify;perm;");
         } else {
@@ -690,7 +691,7 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
 
 /* An IPv4 client reaching the dual-stack listener shows as ::ffff:a.b.c.d; its data
  * connections are plain IPv4, so the session speaks of it as IPv4. */
-static void unmap_v4(struct ds_ftp_addr *addr)
+static void unmap_v4(struct xftp_addr *addr)
 {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&addr->ss;
 
@@ -710,16 +711,16 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         memset(s, 0, sizeof(*s));
         s->config = config;
         s->store = config->store;
-        ds_xconn_plain(&s->ctl, ctl);
+        xftp_conn_plain(&s->ctl, ctl);
         s->mode = 'S';
         s->streams = 1;
         s->pasv_fd = -1;
-        s->hash_algo = DS_HASH_SHA256;
-        if (ds_ftp_addr_local(ctl, &s->local) < 0 || ds_ftp_addr_peer(ctl, &s->peer) < 0)
+        s->hash_algo = XFTP_HASH_SHA256;
+        if (xftp_addr_local(ctl, &s->local) < 0 || xftp_addr_peer(ctl, &s->peer) < 0)
                 return -ENOTCONN;
         unmap_v4(&s->local);
         unmap_v4(&s->peer);
-        ds_ftp_addr_text(&s->peer, s->peer_text, sizeof(s->peer_text));
+        xftp_addr_text(&s->peer, s->peer_text, sizeof(s->peer_text));
         /* Telnet's Synch (IAC DM, sent urgent before ABOR) stays in the stream, where the
          * parser drops it. */
         int on = 1;
@@ -776,10 +777,10 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
         xfer_drop_kept(s);
         xfer_free_lent(s);
         watch_free(s);
-        ds_store_close(s->own_store);
+        xftp_store_close(s->own_store);
         if (s->live)
                 ds_live_close(s->live);
-        ds_xconn_close(&s->ctl);
+        xftp_conn_close(&s->ctl);
         free(cmd);
         free(s);
         return 0;

@@ -22,12 +22,12 @@ struct ds_live;
 struct ds_shared_budget;
 struct ds_pool;
 struct watch;
-struct ds_tls;
+struct xftp_tls;
 struct xftpd_users;
 
 /* What every session of one server shares, read-only. */
 struct xftpd_config {
-        struct ds_store *store;
+        struct xftp_store *store;
         const struct xftpd_users *users; /* NULL: anonymous only */
         bool anonymous;                  /* USER anonymous / ftp allowed */
         const char *anon_root;           /* anonymous's store (--anon-root); NULL: store */
@@ -42,14 +42,14 @@ struct xftpd_config {
         int fail_report_fd;              /* tells the listener of each failed login */
         int xferlog_fd;                  /* --xferlog, opened by the listener; -1: none */
         uint16_t pasv_lo, pasv_hi;       /* --pasv-ports; 0: any port */
-        struct ds_ftp_addr pasv_addr;    /* --pasv-address, IPv4; len 0: our own */
+        struct xftp_addr pasv_addr;      /* --pasv-address, IPv4; len 0: our own */
         /* Transfer buffers of all sessions together (--max-mem): each takes its share
          * before a transfer and gives it back after, in its own slot, which the listener
          * sets in the session's copy of this config once forked. */
         struct ds_shared_budget *budget;
         unsigned budget_slot;
-        struct ds_tls *tls; /* NULL: no FTPS (no --tls-cert) */
-        bool tls_required;  /* --tls-required */
+        struct xftp_tls *tls; /* NULL: no FTPS (no --tls-cert) */
+        bool tls_required;    /* --tls-required */
 };
 
 /* Called once in the listener, before any session starts: SIGUSR1, which the listener
@@ -64,40 +64,40 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl);
 /* The session's state, shared by session.c (commands) and the data commands. */
 struct session {
         const struct xftpd_config *config;
-        struct ds_xconn ctl; /* the control connection; every byte of it passes here */
-        struct ds_ftp_addr local, peer;
+        struct xftp_conn ctl; /* the control connection; every byte of it passes here */
+        struct xftp_addr local, peer;
         char peer_text[64];
 
         char user[XFTPD_USER_NAME_MAX + 1];
         bool user_given, logged_in, anonymous;
-        bool read_only;             /* anonymous (without --anon-write), or the user's ro */
-        struct ds_store *store;     /* the user's: the server's, or own_store */
-        struct ds_store *own_store; /* opened at login: the user's root, --anon-root */
+        bool read_only;               /* anonymous (without --anon-write), or the user's ro */
+        struct xftp_store *store;     /* the user's: the server's, or own_store */
+        struct xftp_store *own_store; /* opened at login: the user's root, --anon-root */
         unsigned fails;
         const char *verb; /* the command being served, for the log */
-        char cwd[DS_STORE_PATH_MAX];
-        char rename_from[DS_STORE_PATH_MAX];
+        char cwd[XFTP_STORE_PATH_MAX];
+        char rename_from[XFTP_STORE_PATH_MAX];
         bool rename_pending;
 
         char mode;        /* 'S' or 'E' */
         unsigned streams; /* OPTS RETR Parallelism=N, for MODE E */
-        enum ds_hash_algo hash_algo;
-        uint64_t rest;                              /* REST: the next transfer's offset */
-        uint64_t range_start;                       /* RANG, for the next RETR or HASH */
-        uint64_t range_end;                         /* exclusive; 0: no RANG */
-        uint64_t allocate;                          /* ALLO: the next upload's announced size */
-        int pasv_fd;                                /* PASV/EPSV listener, -1 */
-        struct ds_xconn kept[DS_MODEE_MAX_STREAMS]; /* MODE E connections a transfer left
-                                                     * open (EOD without CLOSE): the next
-                                                     * transfer without PASV or PORT uses them */
+        enum xftp_hash_algo hash_algo;
+        uint64_t rest;                                 /* REST: the next transfer's offset */
+        uint64_t range_start;                          /* RANG, for the next RETR or HASH */
+        uint64_t range_end;                            /* exclusive; 0: no RANG */
+        uint64_t allocate;                             /* ALLO: the next upload's announced size */
+        int pasv_fd;                                   /* PASV/EPSV listener, -1 */
+        struct xftp_conn kept[XFTP_MODEE_MAX_STREAMS]; /* MODE E connections a transfer left
+                                                        * open (EOD without CLOSE): the next
+                                                        * transfer without PASV or PORT uses them */
         unsigned kept_n;
         bool keep;            /* OPTS MODE E KEEP: the client wants them kept */
         bool kept_prot_p;     /* they are TLS */
         struct ds_pool *lend; /* buffers lent to each transfer they fit, taken from the
                                * memory budget once: a small file maps none of its own */
         bool lend_tried;
-        struct watch *watch;       /* the watcher thread, made at the first transfer (watch.h) */
-        struct ds_ftp_addr active; /* PORT/EPRT address; len 0: none */
+        struct watch *watch;     /* the watcher thread, made at the first transfer (watch.h) */
+        struct xftp_addr active; /* PORT/EPRT address; len 0: none */
         bool epsv_all;
         bool pbsz;   /* PBSZ 0 came after AUTH TLS */
         bool prot_p; /* PROT P: data connections are TLS */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct throttle_key throttle_key_of(const struct ds_ftp_addr *addr)
+struct throttle_key throttle_key_of(const struct xftp_addr *addr)
 {
         struct throttle_key key = {{0}};
 
@@ -107,7 +107,7 @@ void throttle_close(struct throttle *t)
         close(t->report_fd[1]);
 }
 
-void throttle_report(int report_fd, const struct ds_ftp_addr *peer)
+void throttle_report(int report_fd, const struct xftp_addr *peer)
 {
         struct throttle_key key = throttle_key_of(peer);
 
@@ -127,13 +127,13 @@ unsigned throttle_collect(struct throttle *t, uint64_t now_ns)
         return bans;
 }
 
-void throttle_fail(struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns)
+void throttle_fail(struct throttle *t, const struct xftp_addr *peer, uint64_t now_ns)
 {
         struct throttle_key key = throttle_key_of(peer);
         count_fail(t, &key, now_ns);
 }
 
-unsigned throttle_banned(const struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns)
+unsigned throttle_banned(const struct throttle *t, const struct xftp_addr *peer, uint64_t now_ns)
 {
         struct throttle_key key = throttle_key_of(peer);
         const struct throttle_slot *slot = find(t, &key, now_ns);

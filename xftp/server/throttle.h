@@ -26,7 +26,7 @@ struct throttle_key {
 
 /* The key of addr: the one notion of "one client address" of xftpd, also what
  * --max-per-host counts (guard.c). */
-struct throttle_key throttle_key_of(const struct ds_ftp_addr *addr);
+struct throttle_key throttle_key_of(const struct xftp_addr *addr);
 
 struct throttle_slot {
         struct throttle_key key;
@@ -49,7 +49,7 @@ void throttle_close(struct throttle *t);
 
 /* In a session: tells the listener about a failed login from peer. Never blocks; a report
  * that finds the pipe full is dropped (the listener empties it ten times a second). */
-void throttle_report(int report_fd, const struct ds_ftp_addr *peer);
+void throttle_report(int report_fd, const struct xftp_addr *peer);
 
 /* In the listener: counts every report waiting in the pipe. Returns how many bans began,
  * so that the sessions already open from those addresses can be told (main.c). */
@@ -57,9 +57,9 @@ unsigned throttle_collect(struct throttle *t, uint64_t now_ns);
 
 /* Counts one failed login from peer at now_ns. Failures during a ban do not count (they
  * come from sessions that started before it, which the listener tells of the ban). */
-void throttle_fail(struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns);
+void throttle_fail(struct throttle *t, const struct xftp_addr *peer, uint64_t now_ns);
 
 /* Seconds (rounded up) until peer may start a session again, 0 when it may now. */
-unsigned throttle_banned(const struct throttle *t, const struct ds_ftp_addr *peer, uint64_t now_ns);
+unsigned throttle_banned(const struct throttle *t, const struct xftp_addr *peer, uint64_t now_ns);
 
 #endif

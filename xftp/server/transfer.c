@@ -32,7 +32,7 @@
 /* One line in the server's log and one in the transfer log (--xferlog); whole says
  * whether the file went through complete (xferlog's c, else i). */
 static void log_transfer(struct session *s, const char *verb, const char *path,
-                         const struct ds_xfer_result *result, bool whole, const char *outcome)
+                         const struct xftp_xfer_result *result, bool whole, const char *outcome)
 {
         xftpd_log(LOG_INFO, "%s %s %s /%s %llu bytes %.3f s %.2f MB/s %u stream%s %s", s->user,
                   s->peer_text, verb, path, (unsigned long long)result->bytes, result->seconds,
@@ -51,11 +51,11 @@ static void log_transfer(struct session *s, const char *verb, const char *path,
 
 /* What RETR and STOR share: the data connections, the watcher, the pipeline. */
 struct job {
-        struct ds_store_file *file;
+        struct xftp_store_file *file;
         bool upload;
         bool connected; /* false: no data connection came, and 425 was sent */
-        struct ds_xfer_opts opts;
-        struct ds_xfer_result result;
+        struct xftp_xfer_opts opts;
+        struct xftp_xfer_result result;
         struct ds_error err;
         uint64_t data_end_ns; /* a MODE S upload whose end may be a death: when it ended;
                                * 0: its end is sure (ALLO reached, MODE E) */
@@ -63,7 +63,7 @@ struct job {
 
 static void on_prefix(uint64_t prefix_end, void *ctx)
 {
-        ds_store_upload_prefix(ctx, prefix_end);
+        xftp_store_upload_prefix(ctx, prefix_end);
 }
 
 /* Whether ALLO announced a size and the upload's bytes reach exactly it. */
@@ -110,7 +110,7 @@ static uint64_t hangup_wait_ns(int ctl_fd)
 static int finish_stream_upload(struct session *s, struct job *job)
 {
         uint64_t deadline = job->data_end_ns + hangup_wait_ns(s->ctl.fd);
-        int rc = ds_store_sync(job->file);
+        int rc = xftp_store_sync(job->file);
         uint64_t now = ds_now_ns();
         uint64_t left = deadline > now ? deadline - now : 0;
         struct timespec wait = {.tv_sec = (time_t)(left / 1000000000u),
@@ -166,11 +166,11 @@ static struct ds_pool *lent_pool(struct session *s)
  * file of a tree as well as a large one: it goes in the lent buffers' pieces (1 MiB, as
  * fast on these disks as 4 MiB) rather than in 16 MiB mapped and zeroed for what may be a
  * few KiB. Larger transfers keep buffers of their own, budgeted as before. */
-static void lend_if_fits(struct session *s, struct job *job, enum ds_xfer_mode mode, unsigned n)
+static void lend_if_fits(struct session *s, struct job *job, enum xftp_xfer_mode mode, unsigned n)
 {
-        struct ds_xfile *xfile = ds_store_xfile(job->file);
+        struct xftp_xfile *xfile = xftp_store_xfile(job->file);
         bool unsized = job->upload && job->opts.limit == UINT64_MAX && n <= LENT_BUFFERS;
-        uint64_t own = ds_xfer_buffer_bytes(xfile, mode, n, &job->opts, !job->upload);
+        uint64_t own = xftp_xfer_buffer_bytes(xfile, mode, n, &job->opts, !job->upload);
 
         if (own == 0 || (!unsized && own > (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE))
                 return;
@@ -192,16 +192,16 @@ void xfer_free_lent(struct session *s)
  * result; job->connected says whether it ran. */
 static int run_job(struct session *s, struct job *job)
 {
-        struct ds_xconn conns[DS_MODEE_MAX_STREAMS];
+        struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         unsigned n = s->mode == 'E' ? s->streams : 1;
-        enum ds_xfer_mode mode = s->mode == 'E' ? DS_XFER_BLOCKS : DS_XFER_STREAM;
+        enum xftp_xfer_mode mode = s->mode == 'E' ? XFTP_XFER_BLOCKS : XFTP_XFER_STREAM;
 
         job->opts.block = s->config->block;
         /* A MODE S send takes no buffers: sendfile, or under TLS in user space one chunk
          * of the connection's own (xtls.c), as fixed as its socket buffers. */
         lend_if_fits(s, job, mode, n);
         uint64_t need =
-            ds_xfer_buffer_bytes(ds_store_xfile(job->file), mode, n, &job->opts, !job->upload);
+            xftp_xfer_buffer_bytes(xftp_store_xfile(job->file), mode, n, &job->opts, !job->upload);
         if (!xfer_budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_begin(s);
@@ -211,14 +211,14 @@ static int run_job(struct session *s, struct job *job)
                 return rc;
         }
         bool reused;
-        rc = xfer_open_data(s, conns, n, mode == DS_XFER_BLOCKS, &reused);
+        rc = xfer_open_data(s, conns, n, mode == XFTP_XFER_BLOCKS, &reused);
         job->connected = rc == 0;
         if (rc == 0 && reused) {
                 session_reply(s, "125 Data connection%s already open; transfer starting.",
                               n > 1 ? "s" : "");
         } else if (rc == 0) {
                 session_reply(s, "150 Opening %s data connection%s.",
-                              mode == DS_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
+                              mode == XFTP_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
                 rc = ftps_secure_data(s, conns, n, &job->err);
         }
         if (rc == 0 && job->connected) {
@@ -227,24 +227,24 @@ static int run_job(struct session *s, struct job *job)
                 job->opts.live = s->live ? ds_live_segment(s->live) : NULL;
                 if (s->live)
                         ds_live_start(s->live);
-                struct ds_xfile *xfile = ds_store_xfile(job->file);
+                struct xftp_xfile *xfile = xftp_store_xfile(job->file);
                 if (s->keep) /* MODE E: GridFTP's cached channels, when asked */
-                        job->opts.flags |= DS_XFER_KEEP;
-                rc = job->upload ? ds_xfer_recv_conns(xfile, mode, conns, n, &job->opts,
-                                                      &job->result, &job->err)
-                                 : ds_xfer_send_conns(xfile, mode, conns, n, &job->opts,
-                                                      &job->result, &job->err);
+                        job->opts.flags |= XFTP_XFER_KEEP;
+                rc = job->upload ? xftp_xfer_recv_conns(xfile, mode, conns, n, &job->opts,
+                                                        &job->result, &job->err)
+                                 : xftp_xfer_send_conns(xfile, mode, conns, n, &job->opts,
+                                                        &job->result, &job->err);
                 if (rc == 0 && s->keep && job->result.kept) { /* for the next transfer */
                         memcpy(s->kept, conns, n * sizeof(*conns));
                         s->kept_n = n;
                         s->kept_prot_p = s->prot_p;
                 } else {
-                        ds_xconn_close_all(conns, n);
+                        xftp_conn_close_all(conns, n);
                 }
                 if (s->live)
                         ds_live_done(s->live);
                 /* A size announced by ALLO and reached says the end itself. */
-                if (rc == 0 && job->upload && mode == DS_XFER_STREAM && !allo_reached(s, job))
+                if (rc == 0 && job->upload && mode == XFTP_XFER_STREAM && !allo_reached(s, job))
                         job->data_end_ns = ds_now_ns();
         }
         watch_end(s);
@@ -256,20 +256,20 @@ static int run_job(struct session *s, struct job *job)
  * set-up forgotten. */
 static void job_end(struct session *s, struct job *job, bool keep)
 {
-        ds_store_file_close(job->file, keep);
+        xftp_store_file_close(job->file, keep);
         xfer_reset(s);
 }
 
 void xfer_cmd_retr(struct session *s, const char *arg)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         struct job job = {.upload = false};
         uint64_t size = 0;
 
-        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        int rc = xftp_store_path(s->cwd, arg, path, sizeof(path));
         if (rc == 0)
-                rc = ds_store_open_read(s->store, path, &job.file);
-        struct ds_xfile *xfile = rc == 0 ? ds_store_xfile(job.file) : NULL;
+                rc = xftp_store_open_read(s->store, path, &job.file);
+        struct xftp_xfile *xfile = rc == 0 ? xftp_store_xfile(job.file) : NULL;
         if (rc == 0)
                 rc = xfile->ops->size(xfile, &size);
         job.opts.offset = s->rest ? s->rest : s->range_start;
@@ -309,8 +309,8 @@ static bool upload_whole(struct session *s, const struct job *job)
 static int start_upload(struct session *s, const char *arg, const char *path, bool append,
                         struct job *job)
 {
-        struct ds_store_upload how = {.user = s->user, .offset = s->rest, .append = append};
-        int rc = ds_store_create(s->store, path, &how, &job->file);
+        struct xftp_store_upload how = {.user = s->user, .offset = s->rest, .append = append};
+        int rc = xftp_store_create(s->store, path, &how, &job->file);
 
         if (rc == -ERANGE)
                 session_reply(s, "554 No upload to continue from %llu (PSIZ tells where to).",
@@ -324,7 +324,7 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
         if (rc < 0)
                 return rc;
         job->upload = true;
-        job->opts.offset = ds_store_upload_start(job->file);
+        job->opts.offset = xftp_store_upload_start(job->file);
         /* ALLO gives the file's size when done; a start past it could never reach it. */
         if (s->allocate && s->allocate < job->opts.offset) {
                 session_reply(s,
@@ -333,7 +333,7 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
                               (unsigned long long)job->opts.offset,
                               (unsigned long long)s->allocate);
                 /* An APPE's copy of the file goes; a partial that REST named stays. */
-                ds_store_file_close(job->file, !append);
+                xftp_store_file_close(job->file, !append);
                 return -EFBIG;
         }
         job->opts.length = UINT64_MAX;
@@ -345,7 +345,7 @@ static int start_upload(struct session *s, const char *arg, const char *path, bo
 
 void xfer_cmd_stor(struct session *s, const char *arg, bool append)
 {
-        char path[DS_STORE_PATH_MAX];
+        char path[XFTP_STORE_PATH_MAX];
         struct job job = {.upload = true};
 
         if (s->read_only || s->range_end) {
@@ -354,7 +354,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                 xfer_reset(s);
                 return;
         }
-        int rc = ds_store_path(s->cwd, arg, path, sizeof(path));
+        int rc = xftp_store_path(s->cwd, arg, path, sizeof(path));
         if (rc < 0)
                 session_reply_errno(s, rc, arg);
         if (rc < 0 || start_upload(s, arg, path, append, &job) < 0) {
@@ -365,7 +365,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
         int sync_rc = rc == 0 && job.data_end_ns ? finish_stream_upload(s, &job) : 0;
         rc = rc == 0 ? sync_rc : rc;
         bool whole = rc == 0 && upload_whole(s, &job);
-        int commit_rc = whole ? ds_store_commit(job.file) : sync_rc;
+        int commit_rc = whole ? xftp_store_commit(job.file) : sync_rc;
         rc = rc == 0 ? commit_rc : rc;
         if (job.connected)
                 log_transfer(s, append ? "APPE" : "STOR", path, &job.result, whole && rc == 0,
@@ -380,7 +380,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                 session_reply(s, "451 Upload incomplete: %llu bytes of %llu announced; %s.",
                               (unsigned long long)(job.opts.offset + job.result.bytes),
                               (unsigned long long)s->allocate,
-                              ds_store_width(s->config->store) > 1
+                              xftp_store_width(s->config->store) > 1
                                   ? "discarded (a striped store keeps no partial upload)"
                                   : "kept for REST");
         else if (job.connected || full)

@@ -53,7 +53,7 @@ bool xftpd_users_root_ok(const char *root)
 {
         for (const char *at = root;; at++) {
                 size_t len = strcspn(at, ",");
-                if (at[0] != '/' || len >= DS_STORE_PATH_MAX)
+                if (at[0] != '/' || len >= XFTP_STORE_PATH_MAX)
                         return false;
                 at += len;
                 if (!*at)
@@ -242,7 +242,7 @@ int xftpd_users_add(const char *path, const char *name, const char *password, co
                                home),
                        -EINVAL;
         /* What follows the hash: given, or else the line's own (a new password keeps them). */
-        char fields[DS_STORE_PATH_MAX + 8] = "";
+        char fields[XFTP_STORE_PATH_MAX + 8] = "";
         if (home || read_only)
                 snprintf(fields, sizeof(fields), ":%s%s", home ? home : "", read_only ? ":ro" : "");
         char salt[CRYPT_GENSALT_OUTPUT_SIZE];

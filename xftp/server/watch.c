@@ -75,8 +75,8 @@ static void watch_transfer(struct watch *w)
                 if (!held &&
                     (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))))
                         continue;
-                ssize_t got = ds_xconn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used,
-                                            MSG_DONTWAIT);
+                ssize_t got = xftp_conn_recv(&s->ctl, s->in + s->in_used,
+                                             sizeof(s->in) - s->in_used, MSG_DONTWAIT);
                 if (got == -EINTR || got == -EAGAIN)
                         continue;
                 if (got <= 0) {
