@@ -578,8 +578,16 @@ static int dir_create(struct xftp_store *store, const char *path,
                 store->ops->file_close(&file->base, !file->fresh);
                 return rc;
         }
-        /* The resume point starts where the data will: what came before is whole. */
+        /* The resume point starts where the data will: what came before is whole. One that
+         * cannot be written so must not stay naming more (a continuation cut the partial
+         * back to its REST point): it goes, or the upload does. */
         dir_prefix(&file->base, file->base.start);
+        if (file->marked != file->base.start && unlinkat(file->parent_fd, file->mark, 0) < 0 &&
+            errno != ENOENT) {
+                rc = -errno;
+                store->ops->file_close(&file->base, true);
+                return rc;
+        }
         file->first_unmarked = true;
         *out = &file->base;
         return 0;
