@@ -321,6 +321,19 @@ assert uploader.expect(213, 'PSIZ clash.bin') == '213 5000000'
 PY
 pass "a commit whose rename fails keeps the upload and its resume point for REST"
 
+# A STOR that never got its data connection (425) leaves no partial behind.
+python3 - "$port" "$raw" "$user" "$pass" <<'PY' || fail "STOR without a data connection"
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+c = Ctl(int(sys.argv[1]))
+c.login(sys.argv[3], sys.argv[4])
+c.expect(257, 'MKD none')
+c.expect(425, 'STOR none/nothing.bin')
+PY
+[ -z "$(ls -A "$work/root/none")" ] || fail "a STOR refused 425 left: $(ls -A "$work/root/none")"
+pass "a STOR refused 425 leaves no partial behind"
+
 # SIGTERM with an upload in flight: the server ends, the upload keeps its temporary name.
 slow_upload t.bin
 await_partial t.bin 1000000

@@ -634,6 +634,11 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
         if (file->base.xfile.ops)
                 xftp_xfile_plain_close(&file->base.xfile);
         struct stat sb;
+        /* A new upload that received nothing has nothing to resume: its empty partial goes
+         * (a STOR refused 425, with no data connection, would otherwise leave one). */
+        if (keep && file->upload && file->fresh && file->base.start == 0 && file->fd >= 0 &&
+            fstat(file->fd, &sb) == 0 && sb.st_size == 0)
+                keep = false;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
                 dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
         if (file->upload && !file->committed && file->fd >= 0 &&
