@@ -16,6 +16,7 @@
 #include <dragstrip/error.h>
 
 #include "ftp.h"
+#include "ftptime.h"
 #include "listing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,7 +68,8 @@ static void check_line(const char *text, size_t len, bool mlsd)
         memcpy(line, text, len);
         line[len] = '\0';
         listing_size_fact(line, &value);
-        listing_time_parse(line, &when);
+        if (xftp_time_parse(line, &when) > (int)len)
+                __builtin_trap(); /* a parser that read past the text */
         if (listing_entry(line, mlsd, &name, &facts) &&
             (name < line || name >= line + len || !*name || strchr(name, '/') ||
              strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
