@@ -197,6 +197,11 @@ int xftp_store_commit(struct xftp_store_file *file)
         return file->store->ops->commit(file);
 }
 
+int xftp_store_commit_sync(struct xftp_store_file *file)
+{
+        return file->store->ops->commit_sync ? file->store->ops->commit_sync(file) : 0;
+}
+
 void xftp_store_file_close(struct xftp_store_file *file, bool keep)
 {
         if (file)

@@ -104,6 +104,11 @@ void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
 int xftp_store_sync(struct xftp_store_file *file);
 /* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
 int xftp_store_commit(struct xftp_store_file *file);
+/* Makes a committed upload's name durable where the store does that apart from the
+ * commit (a plain directory: its directory's fsync), so that a server can answer first
+ * and let the client's next command cross the wire meanwhile. Returns 0 or a negative
+ * errno. */
+int xftp_store_commit_sync(struct xftp_store_file *file);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store
  * then keeps it for REST). */
 void xftp_store_file_close(struct xftp_store_file *file, bool keep);

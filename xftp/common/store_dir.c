@@ -624,7 +624,16 @@ static int dir_commit(struct xftp_store_file *base)
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
         file->committed = true;
-        return fsync(file->parent_fd) < 0 ? -errno : 0;
+        return 0;
+}
+
+/* The rename's durability. Until it is done a crash leaves the whole file under its
+ * partial name, as a continuation (PSIZ, REST) finds it; never a part under the name. */
+static int dir_commit_sync(struct xftp_store_file *base)
+{
+        struct dir_file *file = (struct dir_file *)base;
+
+        return file->committed && fsync(file->parent_fd) < 0 ? -errno : 0;
 }
 
 static void dir_file_close(struct xftp_store_file *base, bool keep)
@@ -689,6 +698,7 @@ static const struct xftp_store_ops dir_ops = {
     .prefix = dir_prefix,
     .sync = dir_sync,
     .commit = dir_commit,
+    .commit_sync = dir_commit_sync,
     .file_close = dir_file_close,
     .partial_size = dir_partial_size,
 };
