@@ -23,6 +23,7 @@
 
 #include "listing.h"
 #include "modee.h"
+#include "xverbs.h"
 
 /* One line of a reply, without its CR LF, into line, by deadline (a whole reply's: a
  * server dripping a byte at a time cannot stretch it). Returns 0 or a negative errno. */
@@ -231,6 +232,10 @@ static void note_feature(struct ftp_features *feat, const char *line)
                 feat->mfmt = true;
         else if (strcasecmp(line, "MODE E KEEP") == 0)
                 feat->keep = true;
+        else if (strcasecmp(line, "RPSV") == 0)
+                feat->rpsv = true;
+        else if (strcasecmp(line, "RPRT") == 0)
+                feat->rprt = true;
         else if (strncasecmp(line, "HASH ", 5) == 0) {
                 char list[256];
                 snprintf(list, sizeof(list), "%s", line + 5);
@@ -542,6 +547,46 @@ int ftp_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err
         else
                 return ds_fail(err, 0, "no PORT for that address"), -EAFNOSUPPORT;
         return cmd_ok(ftp, err, cmd);
+}
+
+int ftp_verbs_ask(struct ftp *ftp, bool receive, struct ftp_verbs *v, struct ds_error *err)
+{
+        *v = (struct ftp_verbs){0};
+        if (receive) {
+                int rc = xftp_verbs_listen(&v->listener, &ftp->local, 0, 0, err);
+                if (rc < 0)
+                        return rc;
+                char cmd[32];
+                snprintf(cmd, sizeof(cmd), "RPRT %u", xftp_verbs_port(v->listener));
+                return cmd_ok(ftp, err, cmd);
+        }
+        int rc = ftp_cmd(ftp, err, "RPSV");
+        if (rc < 0)
+                return rc;
+        uint16_t port;
+        if (rc != 229 || xftp_parse_epsv(ftp->reply, &port) < 0)
+                return ds_fail(err, 0, "%s: RPSV: %.80s", ftp->host, ftp->reply), -EPROTO;
+        return passive_at(ftp, port, &v->addr);
+}
+
+int ftp_verbs_open(struct ftp *ftp, struct ftp_verbs *v, struct xftp_conn *conns, unsigned n,
+                   const struct xftp_data_opts *opts, struct ds_error *err)
+{
+        struct xftp_verbs_opts vo = {.timeout_ms = opts->timeout_ms, .stop = opts->stop};
+        int rc = v->listener ? xftp_verbs_accept(v->listener, &ftp->peer, conns, n, &vo, err)
+                             : xftp_verbs_connect(&v->addr, conns, n, &vo, err);
+        if (rc < 0 && err->text[0] && strncmp(err->text, ftp->host, strlen(ftp->host)) != 0) {
+                char why[sizeof(err->text)];
+                snprintf(why, sizeof(why), "%s", err->text);
+                ds_fail(err, 0, "%s: verbs data channel: %s", ftp->host, why);
+        }
+        return rc;
+}
+
+void ftp_verbs_end(struct ftp_verbs *v)
+{
+        xftp_verbs_unlisten(v->listener);
+        v->listener = NULL;
 }
 
 int ftp_size(struct ftp *ftp, const char *verb, const char *path, uint64_t *size,

@@ -16,6 +16,7 @@
 #include "xconn.h"
 
 struct ds_error;
+struct xftp_verbs_listener;
 
 #define FTP_LINE_MAX  4096u       /* a longer reply line is a broken server */
 #define FTP_REPLY_MAX (64u << 10) /* all lines of one reply, FEAT included */
@@ -29,10 +30,11 @@ struct ftp_features {
         bool hash_algo[XFTP_HASH_COUNT];
         enum xftp_hash_algo hash_selected;
         bool rang;
-        bool psiz; /* PSIZ: the size of a partial upload (xftpd) */
-        bool mfmt; /* MFMT: set a file's modification time */
-        bool keep; /* MODE E KEEP: the server keeps MODE E data connections open across
-                    * transfers (GridFTP's cached channels) */
+        bool psiz;       /* PSIZ: the size of a partial upload (xftpd) */
+        bool mfmt;       /* MFMT: set a file's modification time */
+        bool keep;       /* MODE E KEEP: the server keeps MODE E data connections open across
+                          * transfers (GridFTP's cached channels) */
+        bool rpsv, rprt; /* the verbs data channel, for uploads and downloads (xverbs.h) */
 };
 
 /* FTPS (RFC 4217): when the control connection turns TLS. */
@@ -141,6 +143,22 @@ int ftp_passive(struct ftp *ftp, struct xftp_conn *conns, unsigned n,
 int ftp_passive_addr(struct ftp *ftp, struct xftp_addr *addr, struct ds_error *err);
 /* PORT (IPv4) or EPRT to addr. Returns 0 or a negative errno. */
 int ftp_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err);
+
+/* -x verbs: where the next transfer's links meet (xverbs.h). */
+struct ftp_verbs {
+        struct xftp_verbs_listener *listener; /* a download: ours, named by RPRT */
+        struct xftp_addr addr;                /* an upload: the server's, from RPSV */
+};
+/* Before the transfer command: a download listens on the control connection's own host
+ * and names the port by RPRT; an upload asks RPSV for a port on the control connection's
+ * peer (never a host the server names). Returns 0 or a negative errno with err filled. */
+int ftp_verbs_ask(struct ftp *ftp, bool receive, struct ftp_verbs *v, struct ds_error *err);
+/* After the transfer command's 150: the n links, accepted from the server's host or
+ * connected to it, within opts->timeout_ms. Returns 0 or a negative errno with err filled. */
+int ftp_verbs_open(struct ftp *ftp, struct ftp_verbs *v, struct xftp_conn *conns, unsigned n,
+                   const struct xftp_data_opts *opts, struct ds_error *err);
+/* Closes what ftp_verbs_ask opened. */
+void ftp_verbs_end(struct ftp_verbs *v);
 
 /* verb ("SIZE", or xftpd's "PSIZ" for a partial upload) of path: 0 and *size, -ENOENT
  * (550), -ENOTSUP (refused), or another negative errno. */

@@ -39,6 +39,8 @@ static void usage(FILE *out)
                      "a glob ('*.h5'). Several sources go into the directory DEST (or URL).\n"
                      "  -P, --parallel N   data connections (MODE E, 1-16; servers that offer it)\n"
                      "  -b, --block SIZE   buffer and block size (default 4M)\n"
+                     "  -x, --link LINK    data channel: tcp (default), or verbs (RDMA; servers\n"
+                     "                     that offer RPSV and RPRT)\n"
                      "  -r, --recursive    copy directories\n"
                      "  -j, --jobs N       files at once, over a connection each (default: get 4,\n"
                      "                     put 8)\n"
@@ -94,6 +96,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
 {
         static const struct option longs[] = {{"parallel", required_argument, NULL, 'P'},
                                               {"block", required_argument, NULL, 'b'},
+                                              {"link", required_argument, NULL, 'x'},
                                               {"recursive", no_argument, NULL, 'r'},
                                               {"jobs", required_argument, NULL, 'j'},
                                               {"update", no_argument, NULL, 'u'},
@@ -118,7 +121,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         *cli = (struct cli){
             .job = {.streams = 1, .block = XFTP_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":P:b:rj:uR:i:qkh", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":P:b:x:rj:uR:i:qkh", longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
@@ -126,6 +129,15 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         break;
                 case 'b':
                         cli->job.block = (size_t)ds_cli_size("-b", optarg, 4096, 256u << 20);
+                        break;
+                case 'x':
+                        if (strcmp(optarg, "tcp") != 0 && strcmp(optarg, "verbs") != 0) {
+                                fprintf(stderr,
+                                        "xftp: -x: '%s' is not a data channel (tcp, verbs)\n",
+                                        optarg);
+                                exit(2);
+                        }
+                        cli->job.verbs = strcmp(optarg, "verbs") == 0;
                         break;
                 case 'r':
                         cli->job.recursive = true;
@@ -309,7 +321,7 @@ static struct ds_report_ticker *start_report(struct ds_report *report, const str
 {
         struct ds_report_config config = {.tool = "xftp",
                                           .role = cli->op,
-                                          .link = "tcp",
+                                          .link = cli->job.verbs ? "verbs" : "tcp",
                                           .msg_size = cli->job.block,
                                           .json = cli->json,
                                           .interval_s = cli->interval_s};
@@ -445,7 +457,7 @@ int main(int argc, char **argv)
         argc = ds_live_take_option(argc, argv);
         parse_cli(argc, argv, &cli, &stop);
         ds_cli_catch_stop(&stop);
-        if (ds_live_open(&live, "xftp", cli.op, "tcp", NULL, &err) < 0) {
+        if (ds_live_open(&live, "xftp", cli.op, cli.job.verbs ? "verbs" : "tcp", NULL, &err) < 0) {
                 fprintf(stderr, "xftp: %s\n", err.text);
                 return 1;
         }

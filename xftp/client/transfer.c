@@ -43,6 +43,15 @@ static bool kept_blocks(const struct ftp *ftp, const struct job_opts *o, uint64_
         return o->reuse && ftp->feat.keep && size < o->block;
 }
 
+/* -x verbs with a server that does not offer the channel: one line, nothing written. */
+static int no_verbs(const struct ftp *ftp, const char *op, struct ds_error *err)
+{
+        return ds_fail(err, 0,
+                       "%s offers no verbs data channel (no %s in FEAT): -x verbs cannot %s",
+                       ftp->host, strcmp(op, "get") == 0 ? "RPRT" : "RPSV", op),
+               -EPROTONOSUPPORT;
+}
+
 static struct xftp_data_opts data_opts(const struct job_opts *o)
 {
         /* Socket buffers of one block: the sender can keep a whole block in flight. */
@@ -94,6 +103,34 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
         return rc < 0 ? rc : 0;
 }
 
+/* -x verbs: RPRT or RPSV, REST, the transfer command, then the links (the server opens or
+ * takes its end after its 150). When the links fail after the 150, the server's 425 is
+ * read, so the control connection stays in step. */
+static int open_verbs(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
+                      struct xftp_conn *conns, unsigned n, const struct xftp_data_opts *dopts,
+                      struct ds_error *err)
+{
+        struct ftp_verbs v = {0};
+        /* Under TLS the data was to be TLS too: verbs carries it in the clear (PROT C), as
+         * the user asked by -x verbs. */
+        int rc = ftp_data_clear(ftp, err);
+        if (rc == 0)
+                rc = ftp_verbs_ask(ftp, strcmp(verb, "RETR") == 0, &v, err);
+        if (rc == 0)
+                rc = rest(ftp, offset, err);
+        if (rc == 0)
+                rc = start_transfer(ftp, verb, remote, err);
+        bool started = rc == 0;
+        if (rc == 0)
+                rc = ftp_verbs_open(ftp, &v, conns, n, dopts, err);
+        ftp_verbs_end(&v);
+        if (rc < 0 && started) {
+                struct ds_error ignored;
+                final_reply(ftp, verb, &ignored);
+        }
+        return rc;
+}
+
 /* Data connections (those kept from the last transfer, else new ones), then REST (right
  * before the transfer command, as RFC 959 wants it) and RETR or STOR. On failure the
  * connections are closed, or kept again when a refusal left them untouched. A server that
@@ -101,8 +138,10 @@ static int rest(struct ftp *ftp, uint64_t offset, struct ds_error *err)
  * them: new ones are asked for, once. */
 static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, uint64_t offset,
                          struct xftp_conn *conns, unsigned n, const struct xftp_data_opts *dopts,
-                         struct ds_error *err)
+                         bool verbs, struct ds_error *err)
 {
+        if (verbs)
+                return open_verbs(ftp, verb, remote, offset, conns, n, dopts, err);
         for (;;) {
                 bool reused;
                 int rc = ftp_data_open(ftp, conns, n, dopts, &reused, err);
@@ -163,12 +202,13 @@ static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
 {
         enum xftp_xfer_mode mode = ftp->mode == 'E' ? XFTP_XFER_BLOCKS : XFTP_XFER_STREAM;
         struct xftp_xfer_opts sending = *xo;
-        if (mode == XFTP_XFER_BLOCKS && ftp->keep)
+        if (mode == XFTP_XFER_BLOCKS && ftp->keep && conns[0].fd >= 0)
                 sending.flags |= XFTP_XFER_KEEP; /* the server keeps them after our EOD */
         int rc = receive ? xftp_xfer_recv_conns(file, mode, conns, n, xo, result, err)
                          : xftp_xfer_send_conns(file, mode, conns, n, &sending, result, err);
-        /* MODE S: this close is the end of the data. MODE E kept: EOD was. */
-        bool keep = rc == 0 && result->kept;
+        /* MODE S: this close is the end of the data. MODE E kept: EOD was. Only sockets
+         * are kept: the server looks at them with poll() before it reuses them. */
+        bool keep = rc == 0 && result->kept && conns[0].fd >= 0;
         ftp_data_done(ftp, conns, n, keep);
         struct ds_error reply_err;
         int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
@@ -320,6 +360,8 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         if (o->verify && !ftp->feat.hash)
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
+        if (o->verbs && !ftp->feat.rprt)
+                return no_verbs(ftp, "get", err);
         char part[PATH_ROOM];
         uint64_t offset;
         bool marks = false;
@@ -359,10 +401,10 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         rc = xftp_xfile_plain(&file, fd, size < o->block ? 0 : XFTP_XFILE_DIRECT, err);
         struct xftp_data_opts dopts = data_opts(o);
         if (rc == 0)
-                rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, size), err);
+                rc = ftp_prepare(ftp, n, o->verbs || kept_blocks(ftp, o, size), err);
         uint64_t start_ns = ds_now_ns();
         if (rc == 0)
-                rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, err);
+                rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, o->verbs, err);
         if (rc == 0) {
                 struct xftp_xfer_opts xo = xfer_opts(o, offset, limit);
                 xo.on_prefix = part_record_whole;
@@ -432,6 +474,8 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
         if (o->verify && !ftp->feat.hash)
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
+        if (o->verbs && !ftp->feat.rpsv)
+                return no_verbs(ftp, "put", err);
         int fd = open(local, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return ds_fail(err, -errno, "%s", local);
@@ -463,7 +507,8 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
         if (rc == 0) /* read through the cache: readahead beat O_DIRECT (xfile.c) */
                 rc = xftp_xfile_plain(&file, fd, 0, err);
         if (rc == 0) {
-                rc = ftp_prepare(ftp, n, kept_blocks(ftp, o, (uint64_t)st.st_size), err);
+                rc =
+                    ftp_prepare(ftp, n, o->verbs || kept_blocks(ftp, o, (uint64_t)st.st_size), err);
                 /* The size: in MODE S where the end is, in both the buffers it needs. Sent
                  * ahead of STOR, for no round trip of its own. */
                 struct ds_error ignored;
@@ -472,7 +517,8 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                                        (unsigned long long)st.st_size);
                 uint64_t start_ns = ds_now_ns();
                 if (rc == 0)
-                        rc = open_transfer(ftp, "STOR", remote, offset, conns, n, &dopts, err);
+                        rc = open_transfer(ftp, "STOR", remote, offset, conns, n, &dopts, o->verbs,
+                                           err);
                 if (rc == 0) {
                         struct xftp_xfer_opts xo = xfer_opts(o, offset, UINT64_MAX);
                         xo.length = (uint64_t)st.st_size - offset;
@@ -569,6 +615,11 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         uint64_t size = 0;
         struct xftp_addr addr;
 
+        if (o->verbs)
+                return ds_fail(err, 0,
+                               "xftp cp: -x verbs copies only between xftp and a server "
+                               "(get, put)"),
+                       -ENOTSUP;
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         unsigned n = streams_for(src, o, rc == 0 ? size : UINT64_MAX);
         if (streams_for(dst, o, rc == 0 ? size : UINT64_MAX) < n)

@@ -34,6 +34,7 @@ struct job_opts {
         bool update; /* skip files whose size and time already match */
         bool reuse;  /* one of many files: small ones go over a kept MODE E connection */
         bool no_sendfile;
+        bool verbs; /* -x verbs: the data over RDMA verbs (RPRT, RPSV), never TCP */
         bool quiet; /* -q: no notices on stderr */
         int timeout_ms;
         atomic_bool *stop;

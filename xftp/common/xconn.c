@@ -88,7 +88,7 @@ int xftp_conn_close(struct xftp_conn *c)
 {
         int rc = 0;
 
-        if (c->fd >= 0)
+        if (xftp_conn_is_open(c))
                 rc = c->ops->close(c);
         xftp_conn_none(c);
         return rc;
@@ -104,9 +104,9 @@ void xftp_conn_drop_all(struct xftp_conn *conns, unsigned n)
 {
         for (unsigned i = 0; i < n; i++) {
                 struct xftp_conn *c = &conns[i];
-                if (c->fd >= 0 && c->ops->drop)
+                if (xftp_conn_is_open(c) && c->ops->drop)
                         c->ops->drop(c);
-                else if (c->fd >= 0)
+                else if (xftp_conn_is_open(c))
                         close(c->fd);
                 xftp_conn_none(c);
         }

@@ -19,7 +19,7 @@
 struct xftp_conn;
 
 struct xftp_conn_ops {
-        const char *name; /* "tcp", "tls" */
+        const char *name; /* "tcp", "tls", "verbs" */
         /* Sends from iov[0..cnt-1] (flags: 0 or MSG_DONTWAIT). Returns the bytes taken,
          * possibly fewer than offered, or a negative errno (-EPIPE: the peer left). */
         ssize_t (*sendv)(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags);
@@ -44,7 +44,7 @@ struct xftp_conn_ops {
 /* One connection. fd stays the socket, for poll() and socket options. */
 struct xftp_conn {
         const struct xftp_conn_ops *ops;
-        int fd;      /* -1: no connection */
+        int fd;      /* the socket; -1: none (no connection, or a backend without one) */
         void *impl;  /* the backend's own state */
         bool kernel; /* the kernel carries the bytes as they are on the wire (plain TCP,
                       * kernel TLS): sendfile and large sends need no user-space copy */
@@ -56,6 +56,13 @@ void xftp_conn_plain(struct xftp_conn *c, int fd);
 
 /* An empty connection (fd -1), for arrays filled later. */
 void xftp_conn_none(struct xftp_conn *c);
+
+/* Whether c holds a connection: a socket, or a backend's state without one (verbs,
+ * xverbs.h), which waits in 100 ms slices of its own and cannot be polled. */
+static inline bool xftp_conn_is_open(const struct xftp_conn *c)
+{
+        return c->fd >= 0 || c->impl != NULL;
+}
 
 static inline ssize_t xftp_conn_send(struct xftp_conn *c, const void *buf, size_t len, int flags)
 {

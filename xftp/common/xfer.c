@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -607,7 +608,9 @@ static void open_slots(struct pipeline *pl)
                 struct sockaddr_storage addr;
                 socklen_t len = sizeof(addr);
                 char name[64] = ""; /* the slot keeps what fits */
-                if (getpeername(pl->conns[i].fd, (struct sockaddr *)&addr, &len) == 0)
+                if (pl->conns[i].fd < 0)
+                        snprintf(name, sizeof(name), "%s", pl->conns[i].ops->name);
+                else if (getpeername(pl->conns[i].fd, (struct sockaddr *)&addr, &len) == 0)
                         ds_net_format((struct sockaddr *)&addr, len, name, sizeof(name));
                 pl->slots[i] = ds_live_slot_open(pl->live, DS_SLOT_STREAM, i, name);
         }
@@ -677,7 +680,8 @@ static int pipeline_init(struct pipeline *pl, struct xftp_xfile *file, enum xftp
                 return ds_fail(err, -EINVAL, "%u data connections in MODE %c", n,
                                mode == XFTP_XFER_STREAM ? 'S' : 'E');
         for (unsigned i = 0; i < n; i++) {
-                int rc = set_slices(conns[i].fd);
+                /* A backend without a socket waits in slices of its own (xconn.h). */
+                int rc = conns[i].fd >= 0 ? set_slices(conns[i].fd) : 0;
                 if (rc < 0)
                         return ds_fail(err, rc, "data socket timeouts");
         }

@@ -4,6 +4,7 @@
 
 #include "ftps.h"
 #include "log.h"
+#include "verbs.h"
 
 #include <dragstrip/error.h>
 #include <dragstrip/stop.h>
@@ -17,14 +18,13 @@
 #include <strings.h>
 #include <unistd.h>
 
-/* Forgets the data connection set up, not REST, RANG or ALLO: clients send those before
- * or after PASV. */
-static void forget_data(struct session *s)
+void xfer_forget_data(struct session *s)
 {
         if (s->pasv_fd >= 0)
                 close(s->pasv_fd);
         s->pasv_fd = -1;
         s->active.len = 0;
+        xfer_forget_verbs(s);
 }
 
 void xfer_drop_kept(struct session *s)
@@ -48,7 +48,7 @@ static bool kept_alive(struct session *s)
 
 void xfer_reset(struct session *s)
 {
-        forget_data(s);
+        xfer_forget_data(s);
         s->rest = s->allocate = 0;
         s->range_start = s->range_end = 0;
 }
@@ -88,12 +88,12 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
                 session_reply(s, "425 PASV is for IPv4: use EPSV.");
                 return;
         }
-        forget_data(s);
+        xfer_forget_data(s);
         struct xftp_data_opts opts = xfer_data_opts(s, NULL);
         int fd = xftp_data_listen(&s->local, &opts, &err);
         s->pasv_fd = fd;
         if (fd < 0 || xftp_addr_local(fd, &bound) < 0) {
-                forget_data(s);
+                xfer_forget_data(s);
                 session_reply(s, "425 Cannot open a passive port%s.",
                               fd == -EADDRINUSE ? ": all in use, try later" : "");
                 return;
@@ -148,7 +148,7 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
-        forget_data(s);
+        xfer_forget_data(s);
         s->active = addr;
         session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");
 }
@@ -178,6 +178,10 @@ int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool 
         *reused = false;
         if (ftps_data_refused(s))
                 return -EACCES;
+        if (xfer_verbs_asked(s)) { /* transfers take the verbs links in transfer.c */
+                session_reply(s, "425 Listings go over TCP: use PASV or PORT.");
+                return -ENOTCONN;
+        }
         if (reuse && s->kept_n == n && s->kept_prot_p == s->prot_p && s->pasv_fd < 0 &&
             !s->active.len) {
                 if (!kept_alive(s)) {

@@ -12,6 +12,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/* Forgets the data connection set up (PASV, PORT, RPSV, RPRT), not REST, RANG or ALLO:
+ * clients send those before or after PASV. */
+void xfer_forget_data(struct session *s);
+
 /* The data connections' options: socket buffers, deadline, passive ports, and stop (may be
  * NULL), which ends every wait on them. */
 struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);

@@ -55,6 +55,8 @@ enum xftpd_verb {
         V_PBSZ,
         V_PROT,
         V_CCC,
+        V_RPSV, /* the verbs data channel (docs/xftp.md) */
+        V_RPRT,
         V_COUNT
 };
 
@@ -64,7 +66,7 @@ struct xftpd_cmd {
         const char *name;         /* the verb in upper case, as the table spells it */
         char arg[XFTPD_LINE_MAX]; /* the argument, NUL-terminated, Telnet commands removed */
         size_t arg_len;
-        uint64_t num[2]; /* REST n, ALLO n, RANG start end */
+        uint64_t num[2]; /* REST n, ALLO n, RANG start end, RPRT port */
         char type;       /* TYPE: 'A' or 'I'; MODE: 'S' or 'E' */
 };
 

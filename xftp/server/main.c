@@ -8,6 +8,7 @@
 #include "session.h"
 #include "throttle.h"
 #include "users.h"
+#include "verbs.h"
 #include "xtls.h"
 
 #include <dragstrip/cli.h>
@@ -246,6 +247,7 @@ static void set_session_config(struct server *sv)
         c->anon_write = o->anon_write;
         c->direct_reads = o->direct_reads;
         c->fxp = o->fxp;
+        c->no_rdma = o->no_rdma;
         c->block = o->block;
         c->idle_ms = o->idle_ms;
         c->login_ms = o->login_ms;
@@ -375,6 +377,7 @@ int main(int argc, char **argv)
                 errx(1, "--xferlog %s: %s", o->xferlog, strerror(-sv.xferlog_fd));
         char first_root[PATH_MAX];
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o->roots, ","), o->roots);
+        xfer_verbs_allow_locking(o->max_mem); /* while root may still raise the limit */
         if (guard_drop_privileges(o->run_as, first_root, o->allow_root, sv.xferlog_fd, &err) < 0)
                 errx(1, "%s", err.text);
         ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */

@@ -55,7 +55,9 @@ static void usage(void)
             "  --ban-time SEC         how long such an address is refused (default 60)\n"
             "  --fxp                  let password users copy to and from other servers\n"
             "                         (data connections with a host not the client's)\n"
-            "  --pasv-ports LO-HI     passive data ports only from this range\n"
+            "  --pasv-ports LO-HI     passive data ports (and RPSV's verbs ports) only from\n"
+            "                         this range\n"
+            "  --no-rdma              never offer the verbs data channel (RPSV, RPRT)\n"
             "  --pasv-address ADDR    the IPv4 address PASV replies name (behind NAT)\n"
             "  --syslog               log to syslog (facility ftp), not to stderr\n"
             "  --xferlog FILE         one line per transfer in the wu-ftpd xferlog format\n"
@@ -100,6 +102,7 @@ enum {
         OPT_TLS_CERT,
         OPT_TLS_KEY,
         OPT_TLS_REQUIRED,
+        OPT_NO_RDMA,
         OPT_VERSION
 };
 
@@ -295,6 +298,9 @@ static void take_option(int c, const char *arg, const char *name, void *ctx)
         case OPT_TLS_REQUIRED:
                 o->tls_required = true;
                 break;
+        case OPT_NO_RDMA:
+                o->no_rdma = true;
+                break;
         case 'h':
                 usage();
                 exit(0);
@@ -337,6 +343,7 @@ static const struct option longs[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-required", no_argument, NULL, OPT_TLS_REQUIRED},
+    {"no-rdma", no_argument, NULL, OPT_NO_RDMA},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},

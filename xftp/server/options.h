@@ -15,6 +15,7 @@ struct options {
         const char *config_file, *add_file, *home, *tls_cert, *tls_key;
         char *config_text; /* the file's text, cut into the values above; freed with o */
         bool anonymous, anon_write, allow_root, direct_reads, fxp, syslog, read_only, tls_required;
+        bool no_rdma;
         uint16_t pasv_lo, pasv_hi;
         struct xftp_addr pasv_addr;
         size_t block;

@@ -7,6 +7,7 @@
 #include "ftps.h"
 #include "throttle.h"
 #include "users.h"
+#include "verbs.h"
 
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
@@ -480,6 +481,7 @@ static void cmd_feat(struct session *s)
                 session_reply(s, " %s", lines[i]);
         session_reply(s, " HASH %s", hashes);
         ftps_feat(s);
+        xfer_feat_verbs(s);
         session_reply(s, "211 End");
 }
 
@@ -665,6 +667,12 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
         case V_PORT:
         case V_EPRT:
                 xfer_cmd_port(s, cmd->verb == V_EPRT, cmd->arg);
+                break;
+        case V_RPSV:
+                xfer_cmd_rpsv(s);
+                break;
+        case V_RPRT:
+                xfer_cmd_rprt(s, cmd->num[0]);
                 break;
         case V_RETR:
                 xfer_cmd_retr(s, cmd->arg);

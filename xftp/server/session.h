@@ -23,6 +23,7 @@ struct ds_shared_budget;
 struct ds_pool;
 struct watch;
 struct xftp_tls;
+struct xftp_verbs_listener;
 struct xftpd_users;
 
 /* What every session of one server shares, read-only. */
@@ -50,6 +51,7 @@ struct xftpd_config {
         unsigned budget_slot;
         struct xftp_tls *tls; /* NULL: no FTPS (no --tls-cert) */
         bool tls_required;    /* --tls-required */
+        bool no_rdma;         /* --no-rdma: never offer the verbs data channel */
 };
 
 /* Called once in the listener, before any session starts: SIGUSR1, which the listener
@@ -98,6 +100,11 @@ struct session {
         bool lend_tried;
         struct watch *watch;     /* the watcher thread, made at the first transfer (watch.h) */
         struct xftp_addr active; /* PORT/EPRT address; len 0: none */
+        /* The verbs data channel (verbs.c): RPSV's listener for the next upload, or RPRT's
+         * port on the client's host for the next download. */
+        struct xftp_verbs_listener *verbs_listener;
+        uint16_t verbs_port;
+        int verbs_offer; /* 0: not looked up yet, 1: offered, -1: not */
         bool epsv_all;
         bool pbsz;   /* PBSZ 0 came after AUTH TLS */
         bool prot_p; /* PROT P: data connections are TLS */

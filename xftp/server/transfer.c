@@ -5,6 +5,7 @@
 
 #include "channel.h"
 #include "ftps.h"
+#include "verbs.h"
 #include "watch.h"
 
 #include <dragstrip/clock.h>
@@ -16,6 +17,7 @@
 
 #include "modee.h"
 #include "xfer.h"
+#include "xverbs.h"
 
 #include <errno.h>
 #include <linux/tcp.h>
@@ -195,6 +197,7 @@ static int run_job(struct session *s, struct job *job)
         struct xftp_conn conns[XFTP_MODEE_MAX_STREAMS];
         unsigned n = s->mode == 'E' ? s->streams : 1;
         enum xftp_xfer_mode mode = s->mode == 'E' ? XFTP_XFER_BLOCKS : XFTP_XFER_STREAM;
+        bool verbs = xfer_verbs_asked(s);
 
         job->opts.block = s->config->block;
         /* A MODE S send takes no buffers: sendfile, or under TLS in user space one chunk
@@ -202,6 +205,8 @@ static int run_job(struct session *s, struct job *job)
         lend_if_fits(s, job, mode, n);
         uint64_t need =
             xftp_xfer_buffer_bytes(xftp_store_xfile(job->file), mode, n, &job->opts, !job->upload);
+        if (verbs) /* each stream's registered buffers, receive slots or send buffers */
+                need += n * xftp_verbs_stream_bytes();
         if (!xfer_budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_begin(s);
@@ -210,13 +215,14 @@ static int run_job(struct session *s, struct job *job)
                 session_reply(s, "451 Cannot start the transfer.");
                 return rc;
         }
-        bool reused;
-        rc = xfer_open_data(s, conns, n, mode == XFTP_XFER_BLOCKS, &reused);
+        bool reused = false;
+        rc = verbs ? xfer_open_verbs(s, conns, n, job->upload, mode == XFTP_XFER_BLOCKS)
+                   : xfer_open_data(s, conns, n, mode == XFTP_XFER_BLOCKS, &reused);
         job->connected = rc == 0;
         if (rc == 0 && reused) {
                 session_reply(s, "125 Data connection%s already open; transfer starting.",
                               n > 1 ? "s" : "");
-        } else if (rc == 0) {
+        } else if (rc == 0 && !verbs) { /* xfer_open_verbs said 150 before the links */
                 session_reply(s, "150 Opening %s data connection%s.",
                               mode == XFTP_XFER_BLOCKS ? "MODE E" : "BINARY", n > 1 ? "s" : "");
                 rc = ftps_secure_data(s, conns, n, &job->err);
@@ -228,13 +234,16 @@ static int run_job(struct session *s, struct job *job)
                 if (s->live)
                         ds_live_start(s->live);
                 struct xftp_xfile *xfile = xftp_store_xfile(job->file);
-                if (s->keep) /* MODE E: GridFTP's cached channels, when asked */
+                /* MODE E: GridFTP's cached channels, when asked; kept connections are
+                 * sockets, looked at with poll() before their next transfer. */
+                bool keep = s->keep && !verbs;
+                if (keep)
                         job->opts.flags |= XFTP_XFER_KEEP;
                 rc = job->upload ? xftp_xfer_recv_conns(xfile, mode, conns, n, &job->opts,
                                                         &job->result, &job->err)
                                  : xftp_xfer_send_conns(xfile, mode, conns, n, &job->opts,
                                                         &job->result, &job->err);
-                if (rc == 0 && s->keep && job->result.kept) { /* for the next transfer */
+                if (rc == 0 && keep && job->result.kept) { /* for the next transfer */
                         memcpy(s->kept, conns, n * sizeof(*conns));
                         s->kept_n = n;
                         s->kept_prot_p = s->prot_p;

@@ -1,0 +1,112 @@
+#!/bin/bash
+# Guest script: xftp -x verbs through xftpd over soft-RoCE (rxe0 on a dummy netdev, both
+# ends on 198.18.0.1, the control connection too). FEAT must offer RPSV and RPRT; put and
+# get of a file of MIB MiB (and an odd tail) over one verbs stream and two must come back
+# whole (cmp), with --json saying "link":"verbs"; a resumed get and --verify (HASH) must
+# hold too. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line and leave no
+# file on either side. With --bench, blast -x verbs at 4 MiB messages runs on the same
+# boot and each transfer's rate is printed beside it (figures, not assertions).
+#   boot.sh --mem 3G t-xftp-verbs.sh [MIB] [--bench]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=guest-lib.sh
+. "$here/guest-lib.sh"
+mib=${1:-256}
+bench=${2:-}
+bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+command -v jq >/dev/null || ds_vm_die "jq is not installed"
+ds_vm_rxe_up || ds_vm_die "soft-RoCE set-up"
+ip=$DS_RXE_IP
+
+cd "$TMPDIR"
+mkdir -p root plain
+chown nobody root plain
+printf 'pw\n' | "$bin/xftpd" --add-user users t >/dev/null
+timeout 900 "$bin/xftpd" -p 2121 --listen "$ip" --root root --users users --run-as nobody \
+	2>xftpd.log &
+verbs_pid=$!
+timeout 900 "$bin/xftpd" -p 2122 --listen "$ip" --root plain --users users --run-as nobody \
+	--no-rdma 2>plain.log &
+plain_pid=$!
+trap 'kill $verbs_pid $plain_pid 2>/dev/null || true' EXIT
+ds_vm_wait_tcp 2121 || ds_vm_die "xftpd did not listen"
+ds_vm_wait_tcp 2122 || ds_vm_die "xftpd --no-rdma did not listen"
+url=ftp://t:pw@$ip:2121
+bytes=$((mib * 1048576 + 12345))
+head -c "$bytes" /dev/urandom >src
+
+feat=$(printf 'FEAT\r\nQUIT\r\n' | timeout 10 nc -q 5 "$ip" 2121 | tr -d '\r')
+grep -qx ' RPSV' <<<"$feat" && grep -qx ' RPRT' <<<"$feat" ||
+	ds_vm_die "FEAT does not offer RPSV and RPRT: $feat"
+echo "ok: FEAT offers RPSV and RPRT on rxe0's address"
+
+# check NAME JSON: the summary says verbs, ok, and every byte.
+check() {
+	jq -e ".ok and .link == \"verbs\" and .bytes == $bytes" "$2" >/dev/null ||
+		ds_vm_die "$1: --json says $(cat "$2"); server: $(tail -3 xftpd.log)"
+}
+rate() { jq -r '.MB_per_s | floor' "$1"; }
+
+declare -A rates
+for streams in 1 2; do
+	timeout 300 "$bin/xftp" -x verbs --json -P "$streams" put src "$url/f$streams" >put.json ||
+		ds_vm_die "put over $streams verbs stream(s): $(cat put.json) $(tail -3 xftpd.log)"
+	check "put -P $streams" put.json
+	cmp src "root/f$streams" || ds_vm_die "put over $streams stream(s): the bytes differ"
+	timeout 300 "$bin/xftp" -x verbs --json -P "$streams" get "$url/f$streams" back >get.json ||
+		ds_vm_die "get over $streams verbs stream(s): $(cat get.json) $(tail -3 xftpd.log)"
+	check "get -P $streams" get.json
+	cmp src back || ds_vm_die "get over $streams stream(s): the bytes differ"
+	rates[put$streams]=$(rate put.json) rates[get$streams]=$(rate get.json)
+	echo "ok: put and get of $bytes bytes over $streams verbs stream(s), whole:" \
+		"put ${rates[put$streams]} MB/s, get ${rates[get$streams]} MB/s"
+	rm -f back "root/f$streams"
+done
+
+# --verify (HASH after the data) and a resumed get: the first 3 MiB are there already.
+small=$((8 * 1048576 + 777))
+head -c "$small" src >s8
+cp s8 root/s8
+chown nobody root/s8
+head -c $((3 * 1048576)) s8 >.s8b.xftp-part
+timeout 120 "$bin/xftp" -x verbs -q --resume --verify get "$url/s8" s8b ||
+	ds_vm_die "resumed get with --verify: $(tail -3 xftpd.log)"
+cmp s8 s8b || ds_vm_die "resumed get: the bytes differ"
+echo "ok: a get resumed at 3 MiB and checked by HASH over verbs"
+
+# A server that does not offer the channel: exit 1, one line, nothing left anywhere.
+purl=ftp://t:pw@$ip:2122
+cp src plain/f
+chown nobody plain/f
+st=0
+timeout 60 "$bin/xftp" -x verbs -q get "$purl/f" nothing 2>get.err || st=$?
+[ "$st" = 1 ] || ds_vm_die "get from xftpd --no-rdma exited $st, not 1: $(cat get.err)"
+grep -q 'offers no verbs data channel' get.err || ds_vm_die "get: $(cat get.err)"
+[ "$(wc -l <get.err)" = 1 ] || ds_vm_die "get: more than one line: $(cat get.err)"
+for f in nothing .nothing.xftp-part; do
+	[ ! -e "$f" ] || ds_vm_die "get left $f"
+done
+st=0
+timeout 60 "$bin/xftp" -x verbs -q put src "$purl/g" 2>put.err || st=$?
+[ "$st" = 1 ] || ds_vm_die "put to xftpd --no-rdma exited $st, not 1: $(cat put.err)"
+grep -q 'offers no verbs data channel' put.err || ds_vm_die "put: $(cat put.err)"
+left=$(find plain -mindepth 1 ! -name f)
+[ -z "$left" ] || ds_vm_die "put left $left"
+echo "ok: against xftpd --no-rdma, -x verbs exits 1 with '$(cat get.err)' and leaves no file"
+
+if [ "$bench" = --bench ]; then
+	count=$((mib / 4))
+	timeout 120 "$bin/sink" -x verbs -B "$ip" -p 5050 --once --json >sink.json 2>sink.err &
+	sink_pid=$!
+	ds_vm_wait_rdma_cm 5050 || ds_vm_die "sink did not listen"
+	timeout 120 "$bin/blast" -x verbs -p 5050 -n "$count" -l 4M --json "$ip" >blast.json ||
+		ds_vm_die "blast: $(cat blast.json sink.err)"
+	wait "$sink_pid" || ds_vm_die "sink: $(cat sink.err)"
+	ceiling=$(jq -r '.MB_per_s | floor' blast.json)
+	echo "bench: blast -x verbs, $count x 4 MiB: $ceiling MB/s"
+	for k in put1 get1 put2 get2; do
+		echo "bench: xftp -x verbs $k: ${rates[$k]} MB/s =" \
+			"$(awk -v a="${rates[$k]}" -v b="$ceiling" 'BEGIN { printf "%.2f", a / b }') x blast"
+	done
+fi
+echo "PASS: xftp over verbs"

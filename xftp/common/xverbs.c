@@ -1,0 +1,461 @@
+/* The verbs data channel (xverbs.h): links set up by lib/'s verbs backend and its hello
+ * (session.h), and the xconn operations that carry a byte stream over their messages. */
+#include "xverbs.h"
+
+#include "xconn.h"
+
+#include <dragstrip/clock.h>
+#include <dragstrip/error.h>
+#include <dragstrip/link.h>
+#include <dragstrip/net.h>
+#include <dragstrip/pool.h>
+#include <dragstrip/serve.h>
+#include <dragstrip/session.h>
+#include <dragstrip/stop.h>
+#include <dragstrip/wire.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#define SLICE_MS     100
+#define PORT_TRIES   64
+#define CTL_FRAMES   (2u * 512u * 256u) /* the link's own registered control frames */
+#define EPHEMERAL_LO 49152u
+
+struct xftp_verbs_listener {
+        struct ds_link_listener *link;
+        uint16_t port;
+};
+
+/* One stream. */
+struct xverbs {
+        struct ds_link *link;
+        struct ds_session session;
+        bool sender;
+        int close_ms;
+        /* sender */
+        struct ds_pool *pool; /* registered by the link once, at the hello */
+        void *free_bufs[XFTP_VERBS_WINDOW];
+        unsigned free_count;
+        uint64_t sent;
+        /* receiver: the message being read, held until its last byte is copied out */
+        struct ds_msg msg;
+        uint32_t msg_used;
+        bool has_msg;
+};
+
+static bool stopped(const struct xftp_verbs_opts *opts)
+{
+        return ds_stopping() || (opts->stop && atomic_load(opts->stop));
+}
+
+/* The numeric host of addr, for rdma_getaddrinfo. */
+static const char *host_text(const struct xftp_addr *addr, char *buf, size_t len)
+{
+        const void *raw = addr->ss.ss_family == AF_INET6
+                              ? (const void *)&((const struct sockaddr_in6 *)&addr->ss)->sin6_addr
+                              : (const void *)&((const struct sockaddr_in *)&addr->ss)->sin_addr;
+        if (!inet_ntop(addr->ss.ss_family, raw, buf, (socklen_t)len))
+                buf[0] = '\0';
+        return buf;
+}
+
+/* Whether two "host:port" texts (ds_net_format) name the same host. */
+static bool same_host(const char *a, const char *b)
+{
+        const char *a_end = strrchr(a, ':'), *b_end = strrchr(b, ':');
+        return a_end && b_end && a_end - a == b_end - b && memcmp(a, b, (size_t)(a_end - a)) == 0;
+}
+
+uint64_t xftp_verbs_stream_bytes(void)
+{
+        return (uint64_t)XFTP_VERBS_WINDOW * XFTP_VERBS_MSG + CTL_FRAMES;
+}
+
+bool xftp_verbs_available(const struct xftp_addr *local)
+{
+        char host[INET6_ADDRSTRLEN];
+        struct ds_link_config config = {.host = host_text(local, host, sizeof(host))};
+        struct ds_link_listener *listener;
+        struct ds_error ignored;
+
+        if (!host[0] || ds_link_listen(&ds_link_verbs, &listener, &config, &ignored) < 0)
+                return false;
+        ds_link_unlisten(listener);
+        return true;
+}
+
+int xftp_verbs_listen(struct xftp_verbs_listener **out, const struct xftp_addr *local, uint16_t lo,
+                      uint16_t hi, struct ds_error *err)
+{
+        char host[INET6_ADDRSTRLEN];
+        unsigned first = lo ? lo : EPHEMERAL_LO, span = (lo ? hi : 65535u) - first + 1;
+        uint32_t start;
+        struct xftp_verbs_listener *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return ds_fail(err, -ENOMEM, "verbs listener");
+        if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+                start = (uint32_t)ds_now_ns();
+        host_text(local, host, sizeof(host));
+        int rc = -EADDRINUSE;
+        for (unsigned i = 0; i < span && i < PORT_TRIES && rc == -EADDRINUSE; i++) {
+                struct ds_link_config config = {.host = host,
+                                                .port = (uint16_t)(first + (start + i) % span)};
+                rc = ds_link_listen(&ds_link_verbs, &l->link, &config, err);
+                l->port = config.port;
+        }
+        if (rc == -EADDRINUSE)
+                ds_fail(err, rc, "verbs listener on %s: every port tried is taken", host);
+        if (rc < 0) {
+                free(l);
+                return rc;
+        }
+        *out = l;
+        return 0;
+}
+
+uint16_t xftp_verbs_port(const struct xftp_verbs_listener *listener)
+{
+        return listener->port;
+}
+
+void xftp_verbs_unlisten(struct xftp_verbs_listener *listener)
+{
+        if (!listener)
+                return;
+        ds_link_unlisten(listener->link);
+        free(listener);
+}
+
+/* The xconn operations. */
+
+/* A free registered buffer: one not yet sent, or one whose send has completed. */
+static void *take_send_buf(struct xverbs *x, int wait_ms, int *rc)
+{
+        struct ds_error ignored;
+        *rc = 0;
+        if (x->free_count == 0) {
+                int got = ds_link_reap(x->link, x->free_bufs, XFTP_VERBS_WINDOW, wait_ms, &ignored);
+                if (got < 0) {
+                        *rc = got;
+                        return NULL;
+                }
+                x->free_count = (unsigned)got;
+        }
+        return x->free_count ? x->free_bufs[--x->free_count] : NULL;
+}
+
+static ssize_t verbs_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
+{
+        struct xverbs *x = c->impl;
+        struct ds_error ignored;
+        int rc;
+        uint8_t *buf = take_send_buf(x, flags & MSG_DONTWAIT ? 0 : SLICE_MS, &rc);
+        if (!buf)
+                return rc < 0 ? rc : -EAGAIN;
+        /* One copy: the pipeline's buffer into a registered one (a block and its header
+         * fill one message). */
+        size_t len = 0;
+        for (int i = 0; i < cnt && len < XFTP_VERBS_MSG; i++) {
+                size_t take =
+                    iov[i].iov_len < XFTP_VERBS_MSG - len ? iov[i].iov_len : XFTP_VERBS_MSG - len;
+                memcpy(buf + len, iov[i].iov_base, take);
+                len += take;
+        }
+        struct ds_msg msg = {.buf = buf, .len = (uint32_t)len, .kind = DS_MSG_DATA, .seq = x->sent};
+        rc = len ? ds_link_send(x->link, &msg, 1, &ignored) : 0;
+        if (rc <= 0) {
+                x->free_bufs[x->free_count++] = buf;
+                return rc < 0 ? rc : len ? -EAGAIN : 0;
+        }
+        x->sent++;
+        return (ssize_t)len;
+}
+
+/* The next data message into x->msg: 1, 0 when none came within wait_ms, -EPIPE when the
+ * sender closed or said END, or a negative errno. Control frames are the session's. */
+static int next_msg(struct xverbs *x, int wait_ms)
+{
+        struct ds_error ignored;
+        for (;;) {
+                if (x->session.ended)
+                        return -EPIPE; /* END comes after every message (RC keeps order) */
+                int n = ds_link_recv(x->link, &x->msg, 1, wait_ms, &ignored);
+                if (n <= 0)
+                        return n;
+                if (x->msg.kind == DS_MSG_DATA) {
+                        x->has_msg = true;
+                        x->msg_used = 0;
+                        return 1;
+                }
+                ds_session_handle(&x->session, &x->msg, &ignored);
+                ds_link_release(x->link, &x->msg, 1);
+        }
+}
+
+static ssize_t verbs_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
+{
+        struct xverbs *x = c->impl;
+        size_t done = 0;
+
+        if (x->sender)
+                return -EINVAL;
+        while (done < len) {
+                if (!x->has_msg) {
+                        int rc = next_msg(x, done || (flags & MSG_DONTWAIT) ? 0 : SLICE_MS);
+                        if (rc == 0 || (rc < 0 && done))
+                                break;
+                        if (rc == -EPIPE)
+                                return 0; /* the peer's end, as a socket's close reads */
+                        if (rc < 0)
+                                return rc;
+                }
+                size_t left = x->msg.len - x->msg_used;
+                size_t take = len - done < left ? len - done : left;
+                /* One copy: out of the receive slot, which goes back to the sender as
+                 * credit once read. */
+                memcpy((char *)buf + done, (const char *)x->msg.buf + x->msg_used, take);
+                done += take;
+                x->msg_used += (uint32_t)take;
+                if (x->msg_used == x->msg.len) {
+                        ds_link_release(x->link, &x->msg, 1);
+                        x->has_msg = false;
+                }
+        }
+        return done ? (ssize_t)done : -EAGAIN;
+}
+
+static void stream_free(struct xverbs *x)
+{
+        if (x->has_msg)
+                ds_link_release(x->link, &x->msg, 1);
+        ds_link_close(x->link); /* before the pool it registered */
+        ds_pool_destroy(x->pool);
+        free(x);
+}
+
+/* The sender's end: END, then the receiver's close, so that the disconnect flushes
+ * nothing the receiver has not read. */
+static void await_receiver(struct xverbs *x)
+{
+        struct ds_error ignored;
+        uint8_t payload[DS_WIRE_CTL_MAX];
+        union ds_wire_ctl end = {.end = {.messages = x->sent}};
+        size_t len = ds_wire_ctl_encode(DS_WIRE_END, &end, payload, sizeof(payload));
+        if (ds_link_send_ctl(x->link, DS_WIRE_END, payload, len, &ignored) < 0)
+                return;
+        uint64_t deadline = ds_now_ns() + (uint64_t)x->close_ms * 1000000u;
+        while (ds_now_ns() < deadline && !ds_stopping()) {
+                struct ds_msg msgs[4];
+                int n = ds_link_recv(x->link, msgs, 4, SLICE_MS, &ignored);
+                if (n < 0)
+                        return;
+                ds_link_release(x->link, msgs, (unsigned)n);
+        }
+}
+
+static int verbs_close(struct xftp_conn *c)
+{
+        struct xverbs *x = c->impl;
+        if (x->sender)
+                await_receiver(x);
+        stream_free(x);
+        return 0;
+}
+
+static void verbs_drop(struct xftp_conn *c)
+{
+        stream_free(c->impl);
+}
+
+static const struct xftp_conn_ops xconn_verbs = {
+    .name = "verbs",
+    .sendv = verbs_sendv,
+    .recv = verbs_recv,
+    .close = verbs_close,
+    .drop = verbs_drop,
+};
+
+static void wrap(struct xftp_conn *c, struct xverbs *x)
+{
+        *c = (struct xftp_conn){.ops = &xconn_verbs, .fd = -1, .impl = x};
+}
+
+/* Set-up. */
+
+static struct xverbs *stream_new(struct ds_link *link, bool sender,
+                                 const struct xftp_verbs_opts *opts, struct ds_error *err)
+{
+        struct xverbs *x = calloc(1, sizeof(*x));
+        if (!x) {
+                ds_link_close(link);
+                ds_fail(err, -ENOMEM, "verbs stream");
+                return NULL;
+        }
+        x->link = link;
+        x->sender = sender;
+        x->close_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
+        return x;
+}
+
+/* What the receiver checks in a hello before it registers anything. */
+struct admission {
+        unsigned streams;
+        uint32_t seen; /* streams already accepted, by bit */
+        uint64_t run_id;
+        char why[128];
+};
+
+static uint32_t admit(struct ds_session *s, void *ctx)
+{
+        struct admission *a = ctx;
+        struct ds_wire_hello *h = &s->hello;
+        if (h->msg_size == 0 || h->msg_size > XFTP_VERBS_MSG) {
+                s->ack.max_msg = XFTP_VERBS_MSG;
+                snprintf(a->why, sizeof(a->why), "messages of %u bytes (at most %u)", h->msg_size,
+                         XFTP_VERBS_MSG);
+                return DS_ACK_TOO_BIG;
+        }
+        if (h->op != DS_OP_DEFAULT && h->op != DS_OP_WRITE) {
+                snprintf(a->why, sizeof(a->why), "an op other than RDMA WRITE");
+                return DS_ACK_UNSUPPORTED;
+        }
+        if (h->streams != a->streams || h->stream >= a->streams || (a->seen >> h->stream & 1u) ||
+            (a->seen && h->run_id != a->run_id)) {
+                snprintf(a->why, sizeof(a->why),
+                         "stream %u of %u where %u streams of one run "
+                         "were due",
+                         h->stream, h->streams, a->streams);
+                return DS_ACK_CONFLICT;
+        }
+        /* The slots this side registers: never more than its window, whatever is asked. */
+        if (h->window == 0 || h->window > XFTP_VERBS_WINDOW)
+                h->window = XFTP_VERBS_WINDOW;
+        a->seen |= 1u << h->stream;
+        a->run_id = h->run_id;
+        return DS_ACK_OK;
+}
+
+/* One link from the peer's host, or 0 when a slice passed without one. */
+static int accept_one(struct xftp_verbs_listener *l, const char *peer_text, struct ds_link **out,
+                      int wait_ms, struct ds_error *err)
+{
+        struct ds_link *link;
+        int rc = ds_link_accept(l->link, &link, wait_ms, err);
+        if (rc == -ETIMEDOUT || rc == -EAGAIN)
+                return 0;
+        if (rc < 0)
+                return rc;
+        if (!same_host(link->peer, peer_text)) {
+                ds_link_close(link); /* a third host racing for the port gets nothing */
+                return 0;
+        }
+        *out = link;
+        return 1;
+}
+
+int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *peer,
+                      struct xftp_conn *conns, unsigned n, const struct xftp_verbs_opts *opts,
+                      struct ds_error *err)
+{
+        char peer_text[64];
+        struct admission admission = {.streams = n};
+        uint64_t deadline = ds_now_ns() + (uint64_t)opts->timeout_ms * 1000000u;
+        unsigned done = 0;
+        int rc = 0;
+
+        ds_net_format((const struct sockaddr *)&peer->ss, peer->len, peer_text, sizeof(peer_text));
+        for (unsigned i = 0; i < n; i++)
+                xftp_conn_none(&conns[i]);
+        while (done < n && rc == 0) {
+                int left = ds_deadline_left_ms(deadline);
+                struct ds_link *link = NULL;
+                if (stopped(opts))
+                        rc = ds_fail(err, -EINTR, "stopped waiting for verbs links");
+                else if (left == 0)
+                        rc = ds_fail(err, -ETIMEDOUT, "%u of %u verbs links came from %s in %d ms",
+                                     done, n, peer_text, opts->timeout_ms);
+                else if ((rc = accept_one(l, peer_text, &link, left < SLICE_MS ? left : SLICE_MS,
+                                          err)) > 0) {
+                        struct xverbs *x = stream_new(link, false, opts, err);
+                        rc = x ? ds_session_accept(&x->session, link, admit, &admission,
+                                                   opts->timeout_ms, err)
+                               : -ENOMEM;
+                        if (rc == -EPROTO && admission.why[0])
+                                ds_fail(err, 0, "verbs hello from %s refused: %s", peer_text,
+                                        admission.why);
+                        if (x && rc < 0)
+                                stream_free(x);
+                        if (rc == 0) {
+                                wrap(&conns[x->session.hello.stream], x);
+                                done++;
+                        }
+                }
+        }
+        if (rc < 0)
+                xftp_conn_drop_all(conns, n);
+        return rc < 0 ? rc : 0;
+}
+
+static int connect_one(const struct xftp_addr *addr, unsigned stream, unsigned n, uint64_t run_id,
+                       const struct xftp_verbs_opts *opts, struct xftp_conn *conn,
+                       struct ds_error *err)
+{
+        char host[INET6_ADDRSTRLEN];
+        struct ds_link_config config = {.host = host_text(addr, host, sizeof(host)),
+                                        .port = xftp_addr_port(addr),
+                                        .timeout_ms = opts->timeout_ms};
+        struct ds_link *link;
+        int rc = ds_link_connect(&ds_link_verbs, &link, &config, err);
+        if (rc < 0)
+                return rc;
+        struct xverbs *x = stream_new(link, true, opts, err);
+        if (!x)
+                return -ENOMEM;
+        rc = ds_pool_create(&x->pool, XFTP_VERBS_MSG, XFTP_VERBS_WINDOW, 0, err);
+        struct ds_wire_hello hello = {.msg_size = XFTP_VERBS_MSG,
+                                      .flow = DS_FLOW_CREDIT,
+                                      .op = DS_OP_DEFAULT,
+                                      .streams = (uint16_t)n,
+                                      .stream = (uint16_t)stream,
+                                      .run_id = run_id,
+                                      .window = XFTP_VERBS_WINDOW};
+        if (rc == 0)
+                rc = ds_session_open(&x->session, link, &hello, x->pool, opts->timeout_ms, err);
+        if (rc < 0) {
+                stream_free(x);
+                return rc;
+        }
+        for (unsigned i = 0; i < XFTP_VERBS_WINDOW; i++)
+                x->free_bufs[x->free_count++] = ds_pool_buf(x->pool, i);
+        wrap(conn, x);
+        return 0;
+}
+
+int xftp_verbs_connect(const struct xftp_addr *addr, struct xftp_conn *conns, unsigned n,
+                       const struct xftp_verbs_opts *opts, struct ds_error *err)
+{
+        uint64_t run_id;
+        int rc = 0;
+
+        if (getrandom(&run_id, sizeof(run_id), 0) != sizeof(run_id))
+                run_id = ds_now_ns();
+        for (unsigned i = 0; i < n; i++)
+                xftp_conn_none(&conns[i]);
+        for (unsigned i = 0; i < n && rc == 0; i++) {
+                if (stopped(opts))
+                        rc = ds_fail(err, -EINTR, "stopped opening verbs links");
+                else
+                        rc = connect_one(addr, i, n, run_id, opts, &conns[i], err);
+        }
+        if (rc < 0)
+                xftp_conn_drop_all(conns, n);
+        return rc;
+}

@@ -1,0 +1,74 @@
+/* A data channel over RDMA verbs: the byte stream of a transfer's MODE E blocks carried
+ * by lib/'s verbs link (link.h: rdma_cm, one RC queue pair per stream, RDMA WRITE WITH
+ * IMMEDIATE into the receiver's registered slots, credits returned as slots are freed)
+ * instead of a TCP connection, behind the same table of operations (xconn.h), so that
+ * the transfer pipeline (xfer.h) moves the same blocks, offsets and EOF/EOD over it.
+ *
+ * Roles follow the data: the side that sends the file connects (rdma_cm) to the other,
+ * which listens; the sender says hello as stream i of n of one run (session.h), and the
+ * receiver checks the hello (message size, window, streams) before it registers a byte.
+ * Each stream takes XFTP_VERBS_WINDOW registered buffers of XFTP_VERBS_MSG bytes on each
+ * side (the receiver's slots, the sender's send buffers), registered once per stream.
+ *
+ * One copy on each side: sendv copies the pipeline's buffers into the registered send
+ * buffers (a block and its header make one message), recv copies out of the receive
+ * slots, which go back to the sender as credit once read. Waits are 100 ms slices, as
+ * xconn.h asks of a backend without a socket (fd is -1).
+ *
+ * The end: a sender's close says END and waits (at most the channel's timeout) for the
+ * receiver to close first, so that no byte in flight is flushed by the disconnect; a
+ * receiver reads an END as the peer's close. drop closes at once. */
+#ifndef XFTP_XVERBS_H
+#define XFTP_XVERBS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dataconn.h"
+#include "xfer.h"
+
+struct ds_error;
+struct xftp_conn;
+
+#define XFTP_VERBS_MSG    (XFTP_XFER_BLOCK + 4096u) /* largest message: a block and its header */
+#define XFTP_VERBS_WINDOW 4u /* messages in flight per stream: receive slots, send buffers */
+
+struct xftp_verbs_opts {
+        int timeout_ms;    /* each set-up step, the hello, and a sender's wait at close */
+        atomic_bool *stop; /* may be NULL; when set, a set-up wait ends with -EINTR */
+};
+
+/* Whether this build has verbs and an RDMA device serves local's host (the address a
+ * control connection arrived on): a listener bound there for a moment. */
+bool xftp_verbs_available(const struct xftp_addr *local);
+
+/* The registered bytes one stream takes on either side at most: what a memory budget
+ * counts per stream. */
+uint64_t xftp_verbs_stream_bytes(void);
+
+struct xftp_verbs_listener;
+
+/* Listens (rdma_cm) on local's host at a port of lo..hi (both 0: 49152..65535), each
+ * tried at most once from a random one on, 64 at most. Returns 0 and *out, -EADDRINUSE
+ * when every port tried was taken, or another negative errno with err filled. */
+int xftp_verbs_listen(struct xftp_verbs_listener **out, const struct xftp_addr *local, uint16_t lo,
+                      uint16_t hi, struct ds_error *err);
+uint16_t xftp_verbs_port(const struct xftp_verbs_listener *listener);
+void xftp_verbs_unlisten(struct xftp_verbs_listener *listener);
+
+/* The receiver: accepts n links from peer's host (others are turned away and do not
+ * extend the wait), each of which must say hello as a distinct stream of one run of n
+ * streams, with messages of at most XFTP_VERBS_MSG; conns[i] gets stream i. Returns 0,
+ * or a negative errno (-ETIMEDOUT, -EINTR on stop, -EPROTO for a hello refused) with
+ * err filled and every accepted link closed. */
+int xftp_verbs_accept(struct xftp_verbs_listener *listener, const struct xftp_addr *peer,
+                      struct xftp_conn *conns, unsigned n, const struct xftp_verbs_opts *opts,
+                      struct ds_error *err);
+
+/* The sender: n links to addr (host and port), stream i of n into conns[i]. Returns 0,
+ * or a negative errno with err filled and every link closed. */
+int xftp_verbs_connect(const struct xftp_addr *addr, struct xftp_conn *conns, unsigned n,
+                       const struct xftp_verbs_opts *opts, struct ds_error *err);
+
+#endif

@@ -1,0 +1,139 @@
+/* RPSV, RPRT and the verbs links of a transfer (xverbs.h carries the bytes). */
+#include "verbs.h"
+
+#include "channel.h"
+
+#include <dragstrip/error.h>
+
+#include "xverbs.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+
+void xfer_verbs_allow_locking(uint64_t bytes)
+{
+        struct rlimit lim;
+
+        if (getrlimit(RLIMIT_MEMLOCK, &lim) < 0 || lim.rlim_cur >= bytes)
+                return;
+        lim.rlim_cur = bytes;
+        if (lim.rlim_max < bytes)
+                lim.rlim_max = bytes;
+        (void)setrlimit(RLIMIT_MEMLOCK, &lim);
+}
+
+/* Whether this session offers the channel: looked up once, at the first ask. */
+static bool offered(struct session *s)
+{
+        if (s->verbs_offer == 0)
+                s->verbs_offer = !s->config->no_rdma && xftp_verbs_available(&s->local) ? 1 : -1;
+        return s->verbs_offer > 0;
+}
+
+void xfer_feat_verbs(struct session *s)
+{
+        if (!offered(s))
+                return;
+        session_reply(s, " RPRT");
+        session_reply(s, " RPSV");
+}
+
+/* What RPSV and RPRT both refuse: a server that does not offer the channel, and data
+ * that PROT P wants encrypted (verbs carries it in the clear). */
+static bool may_set_up(struct session *s)
+{
+        if (!offered(s)) {
+                session_reply(s, "502 No verbs data channel here.");
+                return false;
+        }
+        if (s->prot_p) {
+                session_reply(s, "521 The verbs data channel is not encrypted: PROT C first.");
+                return false;
+        }
+        return true;
+}
+
+void xfer_cmd_rpsv(struct session *s)
+{
+        struct ds_error err;
+
+        if (!may_set_up(s))
+                return;
+        xfer_forget_data(s);
+        int rc = xftp_verbs_listen(&s->verbs_listener, &s->local, s->config->pasv_lo,
+                                   s->config->pasv_hi, &err);
+        if (rc < 0) {
+                s->verbs_listener = NULL;
+                session_reply(s, "425 Cannot open a verbs port%s.",
+                              rc == -EADDRINUSE ? ": all in use, try later" : "");
+                return;
+        }
+        session_reply(s, "229 Entering RDMA Passive Mode (|||%u|)",
+                      xftp_verbs_port(s->verbs_listener));
+}
+
+void xfer_cmd_rprt(struct session *s, uint64_t port)
+{
+        if (port == 0 || port > 65535) {
+                session_reply(s, "501 RPRT takes a port from 1 to 65535.");
+                return;
+        }
+        /* As PORT: the data goes to the client's own host, never a privileged port. */
+        if (port < 1024) {
+                session_reply(s, "504 Refused: port below 1024.");
+                return;
+        }
+        if (!may_set_up(s))
+                return;
+        xfer_forget_data(s);
+        s->verbs_port = (uint16_t)port;
+        session_reply(s, "200 RPRT command successful: the next RETR goes over verbs.");
+}
+
+bool xfer_verbs_asked(const struct session *s)
+{
+        return s->verbs_listener || s->verbs_port;
+}
+
+void xfer_forget_verbs(struct session *s)
+{
+        xftp_verbs_unlisten(s->verbs_listener);
+        s->verbs_listener = NULL;
+        s->verbs_port = 0;
+}
+
+int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool upload,
+                    bool blocks)
+{
+        struct ds_error err;
+        struct xftp_verbs_opts opts = {.timeout_ms = s->config->data_ms, .stop = &s->xfer_stop};
+        int rc;
+
+        for (unsigned i = 0; i < n; i++)
+                xftp_conn_none(&conns[i]);
+        if (!blocks) {
+                session_reply(s, "425 The verbs data channel carries MODE E: send MODE E first.");
+                return -EPROTO;
+        }
+        if (upload ? !s->verbs_listener : !s->verbs_port) {
+                session_reply(s, upload ? "425 An upload over verbs follows RPSV, not RPRT."
+                                        : "425 A download over verbs follows RPRT, not RPSV.");
+                return -ENOTCONN;
+        }
+        xfer_drop_kept(s);
+        /* The 150 first: the client opens or accepts its links once it has read it. */
+        session_reply(s, "150 Opening %u verbs data channel%s.", n, n > 1 ? "s" : "");
+        if (upload) {
+                rc = xftp_verbs_accept(s->verbs_listener, &s->peer, conns, n, &opts, &err);
+        } else {
+                struct xftp_addr to = s->peer;
+                xftp_addr_set_port(&to, s->verbs_port);
+                rc = xftp_verbs_connect(&to, conns, n, &opts, &err);
+        }
+        if (rc < 0)
+                session_reply(s, "425 Cannot open the verbs data channel: %s.", err.text);
+        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while the links were set up */
+                session_reply(s, "226 ABOR done.");
+        return rc;
+}
