@@ -91,6 +91,11 @@ static void test_parse_takes_verbs_in_any_case_with_their_arguments(void **state
         assert_int_equal(cmd.type, 'I');
         assert_int_equal(parse("mode e"), 0);
         assert_int_equal(cmd.type, 'E');
+        assert_int_equal(parse("rpsv"), 0);
+        assert_int_equal(cmd.verb, V_RPSV);
+        assert_int_equal(parse("RPRT 50123"), 0);
+        assert_int_equal(cmd.verb, V_RPRT);
+        assert_int_equal(cmd.num[0], 50123);
 }
 
 static void test_parse_refuses_what_is_not_a_command(void **state)
@@ -111,6 +116,10 @@ static void test_parse_refuses_what_is_not_a_command(void **state)
         assert_int_equal(parse("TYPE E"), 504);
         assert_int_equal(parse("MODE B"), 504);
         assert_int_equal(parse("STRU R"), 504);
+        assert_int_equal(parse("RPSV 1"), 501);
+        assert_int_equal(parse("RPRT"), 501);
+        assert_int_equal(parse("RPRT 1,2,3,4,5,6"), 501);
+        assert_int_equal(parse("RPRT -5"), 501);
 }
 
 static void test_parse_removes_telnet_and_refuses_nul_and_long_lines(void **state)

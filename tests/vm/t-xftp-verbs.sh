@@ -36,8 +36,9 @@ bytes=$((mib * 1048576 + 12345))
 head -c "$bytes" /dev/urandom >src
 
 feat=$(printf 'FEAT\r\nQUIT\r\n' | timeout 10 nc -q 5 "$ip" 2121 | tr -d '\r')
-grep -qx ' RPSV' <<<"$feat" && grep -qx ' RPRT' <<<"$feat" ||
-	ds_vm_die "FEAT does not offer RPSV and RPRT: $feat"
+for line in ' RPSV' ' RPRT'; do
+	grep -qx "$line" <<<"$feat" || ds_vm_die "FEAT does not offer$line: $feat"
+done
 echo "ok: FEAT offers RPSV and RPRT on rxe0's address"
 
 # check NAME JSON: the summary says verbs, ok, and every byte.

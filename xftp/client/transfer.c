@@ -616,9 +616,7 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         struct xftp_addr addr;
 
         if (o->verbs)
-                return ds_fail(err, 0,
-                               "xftp cp: -x verbs copies only between xftp and a server "
-                               "(get, put)"),
+                return ds_fail(err, 0, "-x verbs carries get and put, not cp (server to server)"),
                        -ENOTSUP;
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         unsigned n = streams_for(src, o, rc == 0 ? size : UINT64_MAX);
