@@ -23,7 +23,7 @@ mkdir -p root plain
 chown nobody root plain
 printf 'pw\n' | "$bin/xftpd" --add-user users t >/dev/null
 timeout 900 "$bin/xftpd" -p 2121 --listen "$ip" --root root --users users --run-as nobody \
-	2>xftpd.log &
+	--data-timeout 8 2>xftpd.log &
 verbs_pid=$!
 timeout 900 "$bin/xftpd" -p 2122 --listen "$ip" --root plain --users users --run-as nobody \
 	--no-rdma 2>plain.log &
@@ -61,8 +61,28 @@ for streams in 1 2; do
 	rates[put$streams]=$(rate put.json) rates[get$streams]=$(rate get.json)
 	echo "ok: put and get of $bytes bytes over $streams verbs stream(s), whole:" \
 		"put ${rates[put$streams]} MB/s, get ${rates[get$streams]} MB/s"
-	rm -f back "root/f$streams"
+	rm -f back
+	[ "$streams" = 2 ] || rm -f "root/f$streams"
 done
+
+# A stop: SIGINT to xftp in the middle of a verbs get ends it within a second or two
+# (exit 130), and nothing takes the file's name.
+timeout 120 "$bin/xftp" -x verbs -q get "$url/f2" stopped 2>stop.err &
+get_pid=$!
+for _ in $(seq 100); do
+	[ "$(stat -c %s .stopped.xftp-part 2>/dev/null || echo 0)" -gt 0 ] && break
+	sleep 0.1
+done
+kill -INT "$get_pid"
+t0=$(date +%s%N)
+st=0
+wait "$get_pid" || st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$st" = 130 ] || ds_vm_die "SIGINT during a verbs get: exit $st, $(cat stop.err)"
+[ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs get: $ms ms to stop"
+[ ! -e stopped ] || ds_vm_die "a stopped get took the file's name"
+echo "ok: SIGINT stopped a verbs get in $ms ms (exit 130, $(cat stop.err))"
+rm -f .stopped.xftp-part root/f2
 
 # --verify (HASH after the data) and a resumed get: the first 3 MiB are there already.
 small=$((8 * 1048576 + 777))
@@ -94,6 +114,50 @@ grep -q 'offers no verbs data channel' put.err || ds_vm_die "put: $(cat put.err)
 left=$(find plain -mindepth 1 ! -name f)
 [ -z "$left" ] || ds_vm_die "put left $left"
 echo "ok: against xftpd --no-rdma, -x verbs exits 1 with '$(cat get.err)' and leaves no file"
+
+# Hostile or absent peers: a hello that does not fit the transfer (one stream where two are
+# due; messages above the limit) is refused before anything is registered, RPRT naming a
+# port where nothing listens fails at once, a client that never connects is given up at
+# --data-timeout; each is a 425, and the session goes on.
+python3 - "$ip" "$DS_SRC/tests/integration" "$bin" <<'PY' || ds_vm_die "hostile peers: $(tail -5 xftpd.log)"
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+ip, bin = sys.argv[1], sys.argv[3]
+c = Ctl(2121, host=ip, timeout=60)
+c.login('t', 'pw')
+for cmd in ('TYPE I', 'MODE E', 'OPTS RETR Parallelism=2;'):
+    c.expect(200, cmd)
+
+def blast_at(args, why):
+    port = int(c.expect(229, 'RPSV').split('|||')[1].split('|')[0])
+    c.expect(150, 'STOR hostile')
+    r = subprocess.run([bin + '/blast', '-x', 'verbs', '-p', str(port), '-n', '4'] + args + [ip],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0, ('blast went through', args, r.stdout)
+    code, text = c.reply()
+    assert code == 425 and why in text, (args, text)
+    print('ok: blast %s at RPSV: %s' % (' '.join(args), text))
+
+blast_at(['-l', '64K', '-q', '1'], 'stream 0 of 1 where 2 streams')
+blast_at(['-l', '8M', '-q', '2'], 'messages of 8388608 bytes')
+
+c.expect(200, 'RPRT 40000')  # nothing listens there
+start = time.time()
+c.expect(150, 'RETR s8')
+code, text = c.reply()
+assert code == 425, text
+print('ok: RPRT to a port nobody listens on: %s (%.1f s)' % (text, time.time() - start))
+
+c.expect(229, 'RPSV')
+start = time.time()
+c.expect(150, 'STOR silent')
+code, text = c.reply()
+took = time.time() - start
+assert code == 425 and 7 <= took <= 20, (text, took)
+print('ok: a client that never connects: %s after %.1f s' % (text, took))
+c.expect(221, 'QUIT')
+PY
 
 if [ "$bench" = --bench ]; then
 	count=$((mib / 4))

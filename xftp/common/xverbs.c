@@ -7,7 +7,6 @@
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 #include <dragstrip/link.h>
-#include <dragstrip/net.h>
 #include <dragstrip/pool.h>
 #include <dragstrip/serve.h>
 #include <dragstrip/session.h>
@@ -66,11 +65,14 @@ static const char *host_text(const struct xftp_addr *addr, char *buf, size_t len
         return buf;
 }
 
-/* Whether two "host:port" texts (ds_net_format) name the same host. */
-static bool same_host(const char *a, const char *b)
+/* Whether peer, "host:port" or "[v6]:port" as links name their peers, is at host. */
+static bool at_host(const char *peer, const char *host)
 {
-        const char *a_end = strrchr(a, ':'), *b_end = strrchr(b, ':');
-        return a_end && b_end && a_end - a == b_end - b && memcmp(a, b, (size_t)(a_end - a)) == 0;
+        const char *end = strrchr(peer, ':');
+        size_t len = end ? (size_t)(end - peer) : 0;
+        if (len >= 2 && peer[0] == '[' && peer[len - 1] == ']')
+                peer++, len -= 2;
+        return end && len == strlen(host) && memcmp(peer, host, len) == 0;
 }
 
 uint64_t xftp_verbs_stream_bytes(void)
@@ -344,7 +346,7 @@ static uint32_t admit(struct ds_session *s, void *ctx)
 }
 
 /* One link from the peer's host, or 0 when a slice passed without one. */
-static int accept_one(struct xftp_verbs_listener *l, const char *peer_text, struct ds_link **out,
+static int accept_one(struct xftp_verbs_listener *l, const char *host, struct ds_link **out,
                       int wait_ms, struct ds_error *err)
 {
         struct ds_link *link;
@@ -353,7 +355,7 @@ static int accept_one(struct xftp_verbs_listener *l, const char *peer_text, stru
                 return 0;
         if (rc < 0)
                 return rc;
-        if (!same_host(link->peer, peer_text)) {
+        if (!at_host(link->peer, host)) {
                 ds_link_close(link); /* a third host racing for the port gets nothing */
                 return 0;
         }
@@ -365,13 +367,13 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
                       struct xftp_conn *conns, unsigned n, const struct xftp_verbs_opts *opts,
                       struct ds_error *err)
 {
-        char peer_text[64];
+        char host[INET6_ADDRSTRLEN];
         struct admission admission = {.streams = n};
         uint64_t deadline = ds_now_ns() + (uint64_t)opts->timeout_ms * 1000000u;
         unsigned done = 0;
         int rc = 0;
 
-        ds_net_format((const struct sockaddr *)&peer->ss, peer->len, peer_text, sizeof(peer_text));
+        host_text(peer, host, sizeof(host));
         for (unsigned i = 0; i < n; i++)
                 xftp_conn_none(&conns[i]);
         while (done < n && rc == 0) {
@@ -381,15 +383,15 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
                         rc = ds_fail(err, -EINTR, "stopped waiting for verbs links");
                 else if (left == 0)
                         rc = ds_fail(err, -ETIMEDOUT, "%u of %u verbs links came from %s in %d ms",
-                                     done, n, peer_text, opts->timeout_ms);
-                else if ((rc = accept_one(l, peer_text, &link, left < SLICE_MS ? left : SLICE_MS,
-                                          err)) > 0) {
+                                     done, n, host, opts->timeout_ms);
+                else if ((rc = accept_one(l, host, &link, left < SLICE_MS ? left : SLICE_MS, err)) >
+                         0) {
                         struct xverbs *x = stream_new(link, false, opts, err);
                         rc = x ? ds_session_accept(&x->session, link, admit, &admission,
                                                    opts->timeout_ms, err)
                                : -ENOMEM;
                         if (rc == -EPROTO && admission.why[0])
-                                ds_fail(err, 0, "verbs hello from %s refused: %s", peer_text,
+                                ds_fail(err, 0, "verbs hello from %s refused: %s", link->peer,
                                         admission.why);
                         if (x && rc < 0)
                                 stream_free(x);
