@@ -1,0 +1,80 @@
+#!/bin/bash
+# Guest half of bench/xftp-verbs.sh, run by tests/vm/boot.sh: on one soft-RoCE device
+# (rxe0 on a dummy netdev, both ends on 198.18.0.1) it alternates blast -x verbs at 4 MiB
+# messages (the channel's ceiling) with xftp -x verbs put and get of a file of MIB MiB
+# through xftpd between tmpfs stores, and xftp over TCP to the same address, RUNS times.
+# One line per run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run number.
+#   boot.sh --mem 3G bench/xftp-verbs.guest.sh RUNS MIB
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=../tests/vm/guest-lib.sh
+. "$here/../tests/vm/guest-lib.sh"
+[ -n "${DS_VM_WORK:-}" ] || ds_vm_die "run me inside the VM: tests/vm/boot.sh $0 RUNS MIB"
+bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+runs=${1:?usage: $0 RUNS MIB}
+mib=${2:?usage: $0 RUNS MIB}
+command -v jq >/dev/null || ds_vm_die "jq is not installed"
+ds_vm_rxe_up d0 198.18.0.1/24 || ds_vm_die "soft-RoCE set-up"
+ip=$DS_RXE_IP
+logs=$DS_VM_WORK/logs
+results=$DS_VM_WORK/results.tsv
+mkdir -p "$logs"
+: >"$results"
+limit=$((60 + mib)) # every transfer's time limit: a lost one fails the bench, never hangs it
+
+cd "$TMPDIR"
+mkdir -p root
+chown nobody root
+printf 'pw\n' | "$bin/xftpd" --add-user users t >/dev/null
+timeout $((runs * 6 * limit)) "$bin/xftpd" -p 2121 --listen "$ip" --root root --users users \
+	--run-as nobody 2>"$logs/xftpd.log" &
+xftpd_pid=$!
+timeout $((runs * 6 * limit)) "$bin/sink" -x verbs -B "$ip" -p 5050 --json \
+	>"$logs/sink.json" 2>"$logs/sink.err" &
+sink_pid=$!
+trap 'kill "$xftpd_pid" "$sink_pid" 2>/dev/null || true' EXIT
+ds_vm_wait_tcp 2121 || ds_vm_die "xftpd did not listen"
+ds_vm_wait_rdma_cm 5050 || ds_vm_die "sink did not listen"
+url=ftp://t:pw@$ip:2121
+head -c $((mib * 1048576)) /dev/urandom >src
+
+record() { # record CASE MB_PER_S
+	printf '%s\t%s\t%s\n' "$1" "$2" "$run" >>"$results"
+	printf 'run %s/%s: %-12s %8.1f MB/s\n' "$run" "$runs" "$1" "$2"
+}
+
+blast_run() {
+	local name=$logs/blast-$run
+	timeout "$limit" "$bin/blast" -x verbs -p 5050 -l 4M -n $((mib / 4)) --json "$ip" \
+		>"$name.json" 2>"$name.err" || ds_vm_die "blast: $(cat "$name.err" "$logs/sink.err")"
+	record blast "$(jq -r '.sink.MB_per_s' "$name.json")"
+}
+
+# xftp_run LINK OP: one put (src to the store) or get (back again), its own figure.
+xftp_run() {
+	local link=$1 op=$2 name=$logs/xftp-$1-$2-$run args
+	if [ "$op" = put ]; then args=(put src "$url/f"); else args=(get "$url/f" back); fi
+	timeout "$limit" "$bin/xftp" -x "$link" --json "${args[@]}" >"$name.json" 2>"$name.err" ||
+		ds_vm_die "xftp -x $link $op: $(cat "$name.err") $(tail -3 "$logs/xftpd.log")"
+	[ "$op" = put ] || { cmp -s src back || ds_vm_die "xftp -x $link get: the bytes differ"; }
+	rm -f back
+	record "$op-$link" "$(jq -r '.MB_per_s' "$name.json")"
+}
+
+for ((run = 1; run <= runs; run++)); do
+	# Who goes first alternates, so drift in the host's load favours neither.
+	if ((run % 2)); then
+		blast_run
+		xftp_run verbs put
+		xftp_run verbs get
+		xftp_run tcp put
+		xftp_run tcp get
+	else
+		xftp_run tcp put
+		xftp_run tcp get
+		xftp_run verbs put
+		xftp_run verbs get
+		blast_run
+	fi
+done
+echo "bench: done"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# xftp's verbs data channel against its ceiling, in one boot of the test VM (tests/vm) on
+# soft-RoCE: blast -x verbs at 4 MiB messages, xftp -x verbs put and get of a file of MIB
+# MiB through xftpd between tmpfs stores, and the same over TCP to the same address, run
+# after run in alternation. Prints medians, spreads (min-max) and the ratios of xftp -x
+# verbs to blast (the issue's Bar: >= 0.8) and to xftp over TCP. MB/s = 10^6 bytes/s.
+# The guest half is xftp-verbs.guest.sh. Needs root, qemu and a VM cache
+# (tests/vm/prepare.sh; DS_VM_CACHE names it); holds /tmp/ds-bench.lock.
+#   DS_BIN=build/bin bench/xftp-verbs.sh [RUNS] [MIB]
+# Defaults: 3 runs of 256 MiB.
+set -euo pipefail
+if [ -z "${DS_XFTP_VERBS_LOCKED:-}" ]; then
+	exec env DS_XFTP_VERBS_LOCKED=1 flock /tmp/ds-bench.lock bash "$0" "$@"
+fi
+bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
+runs=${1:-3}
+mib=${2:-256}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench: RUNS '$runs' is not a count" >&2; exit 2; }
+if ! [[ $mib =~ ^[1-9][0-9]*$ ]] || [ "$mib" -lt 4 ] || [ "$mib" -gt 512 ]; then
+	echo "bench: MIB '$mib' is not a size in MiB from 4 to 512" >&2
+	exit 2
+fi
+for tool in xftp xftpd blast sink; do
+	[ -x "$bin/$tool" ] || { echo "bench: no $tool in DS_BIN=$bin" >&2; exit 1; }
+done
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+# The guest's tmpfs holds the file three times (source, store, copy back).
+DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --mem 3G --cpu max,-erms,-fsrm \
+	--timeout $((180 + runs * 6 * (60 + mib))) --workdir "$work/vm" \
+	"$here/xftp-verbs.guest.sh" "$runs" "$mib" >"$work/console.log" 2>&1 || {
+	tail -40 "$work/console.log" >&2
+	echo "bench: the VM run failed (its console above)" >&2
+	exit 1
+}
+grep '^run ' "$work/console.log" || true
+printf '\nxftp over verbs on soft-RoCE (rxe0, one device, qemu TCG), %s runs of %s MiB,\n' \
+	"$runs" "$mib"
+printf 'alternating; host load before: %s, after: %s. MB/s = 10^6 bytes/s.\n\n' "$load0" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %9s %9s %9s\n' case median min max
+sort -t$'\t' -k2,2g "$work/vm/results.tsv" | awk -F'\t' '
+	{ if (!($1 in n)) order[++keys] = $1; v[$1, ++n[$1]] = $2 }
+	function median(key, k) {
+		k = n[key]
+		return (k % 2) ? v[key, (k + 1) / 2] : (v[key, k / 2] + v[key, k / 2 + 1]) / 2
+	}
+	END {
+		split("blast put-verbs get-verbs put-tcp get-tcp", cases, " ")
+		for (i = 1; i <= 5; i++)
+			if (n[cases[i]])
+				printf "%-12s %9.1f %9.1f %9.1f\n", cases[i], median(cases[i]),
+				       v[cases[i], 1], v[cases[i], n[cases[i]]]
+		print ""
+		for (i = 2; i <= 3; i++) {
+			split(cases[i], f, "-")
+			if (median("blast") > 0)
+				printf "ratio %s -x verbs / blast -x verbs 4M  %5.2f   (the Bar: >= 0.8)\n",
+				       f[1], median(cases[i]) / median("blast")
+			if (median(f[1] "-tcp") > 0)
+				printf "ratio %s -x verbs / -x tcp             %5.2f\n", f[1],
+				       median(cases[i]) / median(f[1] "-tcp")
+		}
+	}'
