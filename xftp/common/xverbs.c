@@ -37,16 +37,17 @@ struct xverbs {
         struct ds_link *link;
         struct ds_session session;
         bool sender;
-        int close_ms;
         /* sender */
         struct ds_pool *pool; /* registered by the link once, at the hello */
         void *free_bufs[XFTP_VERBS_WINDOW];
         unsigned free_count;
         uint64_t sent;
-        /* receiver: the message being read, held until its last byte is copied out */
+        /* receiver: the message being read, held until its last byte is copied out; what
+         * came, for the FINAL its close sends */
         struct ds_msg msg;
         uint32_t msg_used;
         bool has_msg;
+        uint64_t received, received_bytes;
 };
 
 static bool stopped(const struct xftp_verbs_opts *opts)
@@ -195,6 +196,8 @@ static int next_msg(struct xverbs *x, int wait_ms)
                 if (x->msg.kind == DS_MSG_DATA) {
                         x->has_msg = true;
                         x->msg_used = 0;
+                        x->received++;
+                        x->received_bytes += x->msg.len;
                         return 1;
                 }
                 ds_session_handle(&x->session, &x->msg, &ignored);
@@ -243,31 +246,21 @@ static void stream_free(struct xverbs *x)
         free(x);
 }
 
-/* The sender's end: END, then the receiver's close, so that the disconnect flushes
- * nothing the receiver has not read. */
-static void await_receiver(struct xverbs *x)
-{
-        struct ds_error ignored;
-        uint8_t payload[DS_WIRE_CTL_MAX];
-        union ds_wire_ctl end = {.end = {.messages = x->sent}};
-        size_t len = ds_wire_ctl_encode(DS_WIRE_END, &end, payload, sizeof(payload));
-        if (ds_link_send_ctl(x->link, DS_WIRE_END, payload, len, &ignored) < 0)
-                return;
-        uint64_t deadline = ds_now_ns() + (uint64_t)x->close_ms * 1000000u;
-        while (ds_now_ns() < deadline && !ds_stopping()) {
-                struct ds_msg msgs[4];
-                int n = ds_link_recv(x->link, msgs, 4, SLICE_MS, &ignored);
-                if (n < 0)
-                        return;
-                ds_link_release(x->link, msgs, (unsigned)n);
-        }
-}
-
+/* The end of a stream. The sender says END and waits (at most the channel's timeout) for
+ * the receiver's FINAL, which its close sends before it disconnects: the disconnect then
+ * flushes nothing the receiver has not read, and the sender hears of it on the data
+ * queue pair, sooner than from rdma_cm's disconnect. A receiver gone without a FINAL ends
+ * the wait as soon as the link says so. */
 static int verbs_close(struct xftp_conn *c)
 {
         struct xverbs *x = c->impl;
+        struct ds_error ignored;
+        struct ds_wire_final final = {.messages = x->received, .bytes = x->received_bytes};
+
         if (x->sender)
-                await_receiver(x);
+                ds_session_close(&x->session, x->sent, 0, &final, &ignored);
+        else
+                ds_session_finish(&x->session, &final, &ignored);
         stream_free(x);
         return 0;
 }
@@ -292,8 +285,7 @@ static void wrap(struct xftp_conn *c, struct xverbs *x)
 
 /* Set-up. */
 
-static struct xverbs *stream_new(struct ds_link *link, bool sender,
-                                 const struct xftp_verbs_opts *opts, struct ds_error *err)
+static struct xverbs *stream_new(struct ds_link *link, bool sender, struct ds_error *err)
 {
         struct xverbs *x = calloc(1, sizeof(*x));
         if (!x) {
@@ -303,7 +295,6 @@ static struct xverbs *stream_new(struct ds_link *link, bool sender,
         }
         x->link = link;
         x->sender = sender;
-        x->close_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
         return x;
 }
 
@@ -386,7 +377,7 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
                                      done, n, host, opts->timeout_ms);
                 else if ((rc = accept_one(l, host, &link, left < SLICE_MS ? left : SLICE_MS, err)) >
                          0) {
-                        struct xverbs *x = stream_new(link, false, opts, err);
+                        struct xverbs *x = stream_new(link, false, err);
                         rc = x ? ds_session_accept(&x->session, link, admit, &admission,
                                                    opts->timeout_ms, err)
                                : -ENOMEM;
@@ -418,7 +409,7 @@ static int connect_one(const struct xftp_addr *addr, unsigned stream, unsigned n
         int rc = ds_link_connect(&ds_link_verbs, &link, &config, err);
         if (rc < 0)
                 return rc;
-        struct xverbs *x = stream_new(link, true, opts, err);
+        struct xverbs *x = stream_new(link, true, err);
         if (!x)
                 return -ENOMEM;
         rc = ds_pool_create(&x->pool, XFTP_VERBS_MSG, XFTP_VERBS_WINDOW, 0, err);

@@ -16,8 +16,9 @@
  * xconn.h asks of a backend without a socket (fd is -1).
  *
  * The end: a sender's close says END and waits (at most the channel's timeout) for the
- * receiver to close first, so that no byte in flight is flushed by the disconnect; a
- * receiver reads an END as the peer's close. drop closes at once. */
+ * FINAL the receiver's close sends before it disconnects, so that no byte in flight is
+ * flushed by the disconnect; a receiver reads an END as the peer's close. drop closes at
+ * once. */
 #ifndef XFTP_XVERBS_H
 #define XFTP_XVERBS_H
 
