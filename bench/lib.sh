@@ -1,6 +1,13 @@
 # shellcheck shell=bash
 # Helpers the bench scripts share; sourced, not run.
 
+# bench_lock SCRIPT ARGS...: unless this run (or the bench that started it) holds it
+# already, runs SCRIPT again under flock /tmp/ds-bench.lock: no two benches share the cores.
+bench_lock() {
+	[ -z "${DS_BENCH_LOCKED:-}" ] || return 0
+	exec env DS_BENCH_LOCKED=1 flock /tmp/ds-bench.lock bash "$@"
+}
+
 # bench_wait_listening PORT [NETNS]: waits up to 5 s for a TCP or UDP socket bound to PORT
 # (in NETNS if given), so a run never races its receiver's start.
 bench_wait_listening() {

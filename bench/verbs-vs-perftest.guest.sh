@@ -11,19 +11,12 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=../tests/vm/guest-lib.sh
 . "$here/../tests/vm/guest-lib.sh"
-[ -n "${DS_VM_WORK:-}" ] || ds_vm_die "run me inside the VM: tests/vm/boot.sh $0 RUNS SECONDS"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:?usage: $0 RUNS SECONDS}
 seconds=${2:?usage: $0 RUNS SECONDS}
-command -v jq >/dev/null || ds_vm_die "jq is not installed"
 command -v ib_write_bw >/dev/null || ds_vm_die "perftest (ib_write_bw, ib_send_bw) is not installed"
-
-ds_vm_rxe_up d0 198.18.0.1/24 || ds_vm_die "soft-RoCE set-up"
+ds_vm_bench_rxe "$0 RUNS SECONDS"
 ip=$DS_RXE_IP
-logs=$DS_VM_WORK/logs
-results=$DS_VM_WORK/results.tsv
-mkdir -p "$logs"
-: >"$results"
 limit=$((seconds + 60)) # every peer's time limit: a lost one fails the bench, never hangs it
 
 timeout $((runs * 8 * limit)) "$bin/sink" -x verbs -B "$ip" -p 5050 --json \

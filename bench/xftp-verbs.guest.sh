@@ -4,22 +4,18 @@
 # messages (the channel's ceiling) with xftp -x verbs put and get of a file of MIB MiB
 # through xftpd between tmpfs stores, and xftp over TCP to the same address, RUNS times.
 # One line per run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run number.
+# blast sends for 5 s and the sink's figure counts (first to last arrival); xftp's is its
+# own, from the data channel's set-up to the server's 226 (and the file's sync).
 #   boot.sh --mem 3G bench/xftp-verbs.guest.sh RUNS MIB
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=../tests/vm/guest-lib.sh
 . "$here/../tests/vm/guest-lib.sh"
-[ -n "${DS_VM_WORK:-}" ] || ds_vm_die "run me inside the VM: tests/vm/boot.sh $0 RUNS MIB"
+ds_vm_bench_rxe "$0 RUNS MIB"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:?usage: $0 RUNS MIB}
 mib=${2:?usage: $0 RUNS MIB}
-command -v jq >/dev/null || ds_vm_die "jq is not installed"
-ds_vm_rxe_up d0 198.18.0.1/24 || ds_vm_die "soft-RoCE set-up"
 ip=$DS_RXE_IP
-logs=$DS_VM_WORK/logs
-results=$DS_VM_WORK/results.tsv
-mkdir -p "$logs"
-: >"$results"
 limit=$((60 + mib)) # every transfer's time limit: a lost one fails the bench, never hangs it
 
 cd "$TMPDIR"
@@ -45,7 +41,7 @@ record() { # record CASE MB_PER_S
 
 blast_run() {
 	local name=$logs/blast-$run
-	timeout "$limit" "$bin/blast" -x verbs -p 5050 -l 4M -n $((mib / 4)) --json "$ip" \
+	timeout "$limit" "$bin/blast" -x verbs -p 5050 -l 4M -w 5 --json "$ip" \
 		>"$name.json" 2>"$name.err" || ds_vm_die "blast: $(cat "$name.err" "$logs/sink.err")"
 	record blast "$(jq -r '.sink.MB_per_s' "$name.json")"
 }

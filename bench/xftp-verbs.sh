@@ -9,9 +9,10 @@
 #   DS_BIN=build/bin bench/xftp-verbs.sh [RUNS] [MIB]
 # Defaults: 3 runs of 256 MiB.
 set -euo pipefail
-if [ -z "${DS_XFTP_VERBS_LOCKED:-}" ]; then
-	exec env DS_XFTP_VERBS_LOCKED=1 flock /tmp/ds-bench.lock bash "$0" "$@"
-fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
+bench_lock "$0" "$@"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 runs=${1:-3}
 mib=${2:-256}
@@ -23,7 +24,6 @@ fi
 for tool in xftp xftpd blast sink; do
 	[ -x "$bin/$tool" ] || { echo "bench: no $tool in DS_BIN=$bin" >&2; exit 1; }
 done
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -42,26 +42,17 @@ printf '\nxftp over verbs on soft-RoCE (rxe0, one device, qemu TCG), %s runs of 
 printf 'alternating; host load before: %s, after: %s. MB/s = 10^6 bytes/s.\n\n' "$load0" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %9s %9s %9s\n' case median min max
-sort -t$'\t' -k2,2g "$work/vm/results.tsv" | awk -F'\t' '
-	{ if (!($1 in n)) order[++keys] = $1; v[$1, ++n[$1]] = $2 }
-	function median(key, k) {
-		k = n[key]
-		return (k % 2) ? v[key, (k + 1) / 2] : (v[key, k / 2] + v[key, k / 2 + 1]) / 2
-	}
-	END {
-		split("blast put-verbs get-verbs put-tcp get-tcp", cases, " ")
-		for (i = 1; i <= 5; i++)
-			if (n[cases[i]])
-				printf "%-12s %9.1f %9.1f %9.1f\n", cases[i], median(cases[i]),
-				       v[cases[i], 1], v[cases[i], n[cases[i]]]
-		print ""
-		for (i = 2; i <= 3; i++) {
-			split(cases[i], f, "-")
-			if (median("blast") > 0)
-				printf "ratio %s -x verbs / blast -x verbs 4M  %5.2f   (the Bar: >= 0.8)\n",
-				       f[1], median(cases[i]) / median("blast")
-			if (median(f[1] "-tcp") > 0)
-				printf "ratio %s -x verbs / -x tcp             %5.2f\n", f[1],
-				       median(cases[i]) / median(f[1] "-tcp")
-		}
-	}'
+declare -A median
+for c in blast put-verbs get-verbs put-tcp get-tcp; do
+	read -r med lo hi <<<"$(bench_median "$work/vm/results.tsv" "$c")"
+	median[$c]=$med
+	printf '%-12s %9.1f %9.1f %9.1f\n' "$c" "$med" "$lo" "$hi"
+done
+echo
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+for op in put get; do
+	printf 'ratio %s -x verbs / blast -x verbs 4M  %s   (the Bar: >= 0.8)\n' "$op" \
+		"$(ratio "${median[$op-verbs]}" "${median[blast]}")"
+	printf 'ratio %s -x verbs / -x tcp             %s\n' "$op" \
+		"$(ratio "${median[$op-verbs]}" "${median[$op-tcp]}")"
+done

@@ -8,6 +8,8 @@
 #   ds_vm_wait_tcp PORT [SEC]      wait until something listens on TCP PORT
 #   ds_vm_wait_rdma_cm PORT [SEC]  wait until an RDMA CM id listens on PORT
 #   ds_vm_modprobe MODULE [ARGS]   modprobe from the guest kernel's module tree
+#   ds_vm_bench_rxe USAGE          a bench's guest half on soft-RoCE: rxe0 up, jq there,
+#                                  $logs and an empty $results under $DS_VM_WORK
 #   ds_vm_die MESSAGE              print "FAIL: MESSAGE" and exit 1
 #
 # Functions print one line on stderr and return non-zero when they fail.
@@ -111,4 +113,17 @@ ds_vm_wait_rdma_cm() {
 		fi
 		sleep 0.1
 	done
+}
+
+# ds_vm_bench_rxe USAGE: what the guest half of a bench on soft-RoCE starts with: run
+# inside the VM (else USAGE is said), jq at hand, rxe0 up on d0 with 198.18.0.1 (DS_RXE_*
+# exported), and $logs (a folder) and $results (an empty TSV) under $DS_VM_WORK.
+ds_vm_bench_rxe() {
+	[ -n "${DS_VM_WORK:-}" ] || ds_vm_die "run me inside the VM: tests/vm/boot.sh $1"
+	command -v jq >/dev/null || ds_vm_die "jq is not installed"
+	ds_vm_rxe_up d0 198.18.0.1/24 || ds_vm_die "soft-RoCE set-up"
+	# shellcheck disable=SC2034 # the bench's own variables
+	logs=$DS_VM_WORK/logs results=$DS_VM_WORK/results.tsv
+	mkdir -p "$logs"
+	: >"$results"
 }
