@@ -81,6 +81,23 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 echo "ok: SIGINT stopped a verbs get in $ms ms (exit 130)"
 rm -f .stopped.xftp-part root/f2
 
+# The same for a put: the sender stops, says END, and the server keeps no file by that name.
+timeout 120 "$bin/xftp" -x verbs -q put src "$url/stopped" 2>stop.err &
+put_pid=$!
+for _ in $(seq 100); do
+	[ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
+	sleep 0.1
+done
+kill -INT "$put_pid"
+t0=$(date +%s%N)
+st=0
+wait "$put_pid" || st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$st" = 130 ] || ds_vm_die "SIGINT during a verbs put: exit $st, $(cat stop.err)"
+[ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs put: $ms ms to stop"
+[ ! -e root/stopped ] || ds_vm_die "a stopped put took the file's name"
+echo "ok: SIGINT stopped a verbs put in $ms ms (exit 130)"
+
 # --verify (HASH after the data) and a resumed get: the first 3 MiB are there already.
 small=$((8 * 1048576 + 777))
 head -c "$small" src >s8
