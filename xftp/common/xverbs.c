@@ -22,9 +22,10 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#define SLICE_MS     100
-#define PORT_TRIES   64
-#define CTL_FRAMES   (2u * 512u * 256u) /* the link's own registered control frames */
+#define SLICE_MS   100
+#define PORT_TRIES 64
+/* The link's own registered control frames: 2 x VB_DEPTH x VB_FRAME (lib/src/link_verbs.h). */
+#define CTL_FRAMES   (2u * 512u * 256u)
 #define EPHEMERAL_LO 49152u
 
 struct xftp_verbs_listener {
