@@ -63,8 +63,16 @@ for streams in 1 2; do
 done
 
 # A stop: SIGINT to xftp in the middle of a verbs get ends it within a second or two
-# (exit 130), and nothing takes the file's name.
-timeout 120 "$bin/xftp" -x verbs -q get "$url/f2" stopped 2>stop.err &
+# (exit 130), and nothing takes the file's name. The file is at least 64 MiB, four times
+# what the window holds in flight, so that the stop comes before the last block is out.
+if [ "$mib" -ge 64 ]; then
+	mv root/f2 root/stop.bin
+else
+	head -c $((64 * 1048576)) /dev/urandom >root/stop.bin
+	rm root/f2
+fi
+chown nobody root/stop.bin
+timeout 120 "$bin/xftp" -x verbs -q get "$url/stop.bin" stopped 2>stop.err &
 get_pid=$!
 for _ in $(seq 100); do
 	[ "$(stat -c %s .stopped.xftp-part 2>/dev/null || echo 0)" -gt 0 ] && break
@@ -79,10 +87,11 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs get: $ms ms to stop"
 [ ! -e stopped ] || ds_vm_die "a stopped get took the file's name"
 echo "ok: SIGINT stopped a verbs get in $ms ms (exit 130)"
-rm -f .stopped.xftp-part root/f2
+rm -f .stopped.xftp-part
+cp root/stop.bin stop.bin
 
 # The same for a put: the sender stops, says END, and the server keeps no file by that name.
-timeout 120 "$bin/xftp" -x verbs -q put src "$url/stopped" 2>stop.err &
+timeout 120 "$bin/xftp" -x verbs -q put stop.bin "$url/stopped" 2>stop.err &
 put_pid=$!
 for _ in $(seq 100); do
 	[ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
@@ -97,6 +106,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs put: $ms ms to stop"
 [ ! -e root/stopped ] || ds_vm_die "a stopped put took the file's name"
 echo "ok: SIGINT stopped a verbs put in $ms ms (exit 130)"
+rm -f stop.bin root/stop.bin
 
 # --verify (HASH after the data) and a resumed get: the first 3 MiB are there already.
 small=$((8 * 1048576 + 777))
