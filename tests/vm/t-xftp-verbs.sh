@@ -63,12 +63,12 @@ for streams in 1 2; do
 done
 
 # A stop: SIGINT to xftp in the middle of a verbs get ends it within a second or two
-# (exit 130), and nothing takes the file's name. The file is at least 64 MiB, four times
-# what the window holds in flight, so that the stop comes before the last block is out.
-if [ "$mib" -ge 64 ]; then
+# (exit 130), and nothing takes the file's name. The file is at least 128 MiB, four times
+# what a stream keeps in flight, so that the stop comes before the last block is out.
+if [ "$mib" -ge 128 ]; then
 	mv root/f2 root/stop.bin
 else
-	head -c $((64 * 1048576)) /dev/urandom >root/stop.bin
+	head -c $((128 * 1048576)) /dev/urandom >root/stop.bin
 	rm root/f2
 fi
 chown nobody root/stop.bin

@@ -33,7 +33,7 @@ struct ds_error;
 struct xftp_conn;
 
 #define XFTP_VERBS_MSG    (XFTP_XFER_BLOCK + 4096u) /* largest message: a block and its header */
-#define XFTP_VERBS_WINDOW 4u /* messages in flight per stream: receive slots, send buffers */
+#define XFTP_VERBS_WINDOW 8u /* messages in flight per stream: receive slots, send buffers */
 
 struct xftp_verbs_opts {
         int timeout_ms;    /* each set-up step, the hello, and a sender's wait at close */
