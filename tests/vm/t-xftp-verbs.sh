@@ -3,10 +3,11 @@
 # ends on 198.18.0.1, the control connection too). FEAT must offer RPSV and RPRT; put and
 # get of a file of MIB MiB (and an odd tail) over one verbs stream and two must come back
 # whole (cmp), with --json saying "link":"verbs"; a resumed get, --verify (HASH), a tree
-# both ways (-r, four files at once) and a SIGINT must hold too, and hostile or absent
-# peers must get 425s. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line and
-# leave no file on either side. Figures: bench/xftp-verbs.sh.
-#   boot.sh --mem 3G t-xftp-verbs.sh [MIB]
+# both ways (-r, four files at once), a striped store (with --disks) and a SIGINT must
+# hold too, and hostile or absent peers must get 425s. Against xftpd --no-rdma, xftp -x
+# verbs must exit 1 with one line and leave no file on either side. Figures:
+# bench/xftp-verbs.sh.
+#   boot.sh --mem 3G --disks 2 t-xftp-verbs.sh [MIB]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=guest-lib.sh
@@ -131,6 +132,34 @@ timeout 300 "$bin/xftp" -x verbs -q -r -j 4 get "$url/tree" tree2 ||
 	ds_vm_die "tree get: $(tail -3 xftpd.log)"
 diff -r tree tree2 || ds_vm_die "tree get: the trees differ"
 echo "ok: a tree of $(find tree -type f | wc -l) files put and got over verbs, four at once"
+
+# A striped store (boot.sh --disks 2 or more: ext4 on each; the ctest registration asks for
+# two): xftpd stripes every file over the disks, the verbs channel carries its blocks as
+# it carries a plain file's.
+IFS=, read -ra disks <<<"${DS_VM_DISKS:-}"
+if [ "${#disks[@]}" -ge 2 ]; then
+	store=""
+	for d in "${disks[@]}"; do
+		mkdir -p "$d/s"
+		chown nobody "$d/s"
+		store=${store:+$store,}$d/s
+	done
+	timeout 300 "$bin/xftpd" -p 2123 --listen "$ip" --root "$store" --users users \
+		--run-as nobody 2>striped.log &
+	striped_pid=$!
+	ds_vm_wait_tcp 2123 || ds_vm_die "xftpd on a striped store did not listen"
+	surl=ftp://t:pw@$ip:2123
+	head -c $((32 * 1048576 + 99)) src >s32
+	timeout 120 "$bin/xftp" -x verbs -q -P 2 put s32 "$surl/s32" ||
+		ds_vm_die "put to a striped store: $(tail -3 striped.log)"
+	timeout 120 "$bin/xftp" -x verbs -q -P 2 get "$surl/s32" s32b ||
+		ds_vm_die "get from a striped store: $(tail -3 striped.log)"
+	cmp s32 s32b || ds_vm_die "striped store: the bytes differ"
+	kill "$striped_pid"
+	echo "ok: put and get over two verbs streams to a store striped over ${#disks[@]} disks"
+else
+	echo "note: no disks (boot.sh --disks 2): the striped store's case did not run"
+fi
 
 # A server that does not offer the channel: exit 1, one line, nothing left anywhere.
 purl=ftp://t:pw@$ip:2122
