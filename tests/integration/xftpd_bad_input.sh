@@ -168,7 +168,7 @@ def flood():
 def running(p):
     try:
         return open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going as we read
         return False
 def sessions():  # session processes still running (an ended one waits to be reaped)
     return [p for p in open(children).read().split() if running(p)]
