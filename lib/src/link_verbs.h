@@ -92,6 +92,7 @@ struct verbs_link {
         uintptr_t pool_base;
         size_t pool_bytes;
         struct ds_pool *ring; /* receiver */
+        bool ring_lent;       /* the ring is params->recv_pool, the caller's to free */
         struct ibv_mr *ring_mr;
         uint32_t slots;      /* receiver: credit it gives; sender: credit it has */
         uint32_t ring_count; /* ring buffers (send op: slots + VB_SPARE) */

@@ -140,7 +140,7 @@ static void link_destroy(struct verbs_link *v)
                 rdma_destroy_id(v->id);
         if (v->cm_channel)
                 rdma_destroy_event_channel(v->cm_channel);
-        if (v->ring)
+        if (v->ring && !v->ring_lent)
                 ds_pool_destroy(v->ring);
         free(v->frames);
         pthread_mutex_destroy(&v->lock);
@@ -436,7 +436,14 @@ static int prepare_receiver(struct verbs_link *v, const struct ds_link_params *p
         /* Under the send op control frames land in ring buffers too, so they must fit. */
         size_t size = send_op && params->msg_size < VB_FRAME ? VB_FRAME : params->msg_size;
         v->ring_count = slots + (send_op ? VB_SPARE : 0);
-        int rc = ds_pool_create(&v->ring, size, v->ring_count, 0, err);
+        struct ds_pool *lent = params->recv_pool;
+        int rc = 0;
+        if (lent && ds_pool_buf_size(lent) >= size && ds_pool_count(lent) >= v->ring_count) {
+                v->ring = lent;
+                v->ring_lent = true;
+        } else {
+                rc = ds_pool_create(&v->ring, size, v->ring_count, 0, err);
+        }
         if (rc < 0)
                 return rc;
         int access = IBV_ACCESS_LOCAL_WRITE | (v->op == DS_OP_WRITE ? IBV_ACCESS_REMOTE_WRITE : 0);

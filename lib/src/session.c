@@ -352,8 +352,11 @@ int ds_session_accept(struct ds_session *s, struct ds_link *link, ds_session_adm
         s->ack.status = check_hello(s, admit, ctx);
         struct ds_link_offer mine = {0};
         if (s->ack.status == DS_ACK_OK) {
-                struct ds_link_params params = {
-                    .msg_size = h->msg_size, .flow = h->flow, .op = h->op, .window = h->window};
+                struct ds_link_params params = {.msg_size = h->msg_size,
+                                                .flow = h->flow,
+                                                .op = h->op,
+                                                .window = h->window,
+                                                .recv_pool = s->recv_pool};
                 struct ds_link_offer peer = {.window = h->offer_window, .len = h->offer_len};
                 memcpy(peer.blob, h->offer, h->offer_len);
                 if (ds_link_prepare(link, &params, &mine, err) < 0 ||

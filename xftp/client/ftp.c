@@ -339,9 +339,11 @@ int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct
 
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
              int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
-             struct ds_error *err)
+             unsigned verbs_streams, struct ds_error *err)
 {
         memset(ftp, 0, sizeof(*ftp));
+        if (verbs_streams) /* while the server logs us in */
+                xftp_verbs_buffers_warm(&ftp->verbs_buffers, verbs_streams);
         snprintf(ftp->host, sizeof(ftp->host), "%s", host);
         ftp->port = port;
         ftp->timeout_ms = timeout_ms;
@@ -395,6 +397,7 @@ failed:
         xftp_conn_close(&ftp->ctl);
         xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
+        xftp_verbs_buffers_free(&ftp->verbs_buffers);
         return rc;
 }
 
@@ -412,6 +415,7 @@ void ftp_close(struct ftp *ftp)
         xftp_conn_close(&ftp->ctl);
         xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
+        xftp_verbs_buffers_free(&ftp->verbs_buffers);
 }
 
 /* A command that must get a 2xx reply. */
@@ -572,9 +576,12 @@ int ftp_verbs_ask(struct ftp *ftp, bool receive, struct ftp_verbs *v, struct ds_
 int ftp_verbs_open(struct ftp *ftp, struct ftp_verbs *v, struct xftp_conn *conns, unsigned n,
                    const struct xftp_data_opts *opts, struct ds_error *err)
 {
-        struct xftp_verbs_opts vo = {.timeout_ms = opts->timeout_ms, .stop = opts->stop};
-        int rc = v->listener ? xftp_verbs_accept(v->listener, &ftp->peer, conns, n, &vo, err)
-                             : xftp_verbs_connect(&v->addr, conns, n, &vo, err);
+        struct xftp_verbs_opts vo = {
+            .timeout_ms = opts->timeout_ms, .stop = opts->stop, .buffers = &ftp->verbs_buffers};
+        int rc = xftp_verbs_buffers_reserve(&ftp->verbs_buffers, n, err);
+        if (rc == 0)
+                rc = v->listener ? xftp_verbs_accept(v->listener, &ftp->peer, conns, n, &vo, err)
+                                 : xftp_verbs_connect(&v->addr, conns, n, &vo, err);
         if (rc < 0 && err->text[0] && strncmp(err->text, ftp->host, strlen(ftp->host)) != 0) {
                 char why[sizeof(err->text)];
                 snprintf(why, sizeof(why), "%s", err->text);

@@ -14,6 +14,7 @@
 #include "listing.h"
 #include "modee.h"
 #include "xconn.h"
+#include "xverbs.h"
 
 struct ds_error;
 struct xftp_verbs_listener;
@@ -76,13 +77,15 @@ struct ftp {
                                                         * transfer, for the next one */
         unsigned kept_n;
         bool keep; /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
+        struct xftp_verbs_buffers verbs_buffers; /* -x verbs: lent to each transfer's links */
 };
 
-/* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT. Returns 0,
- * or a negative errno with err filled (-EACCES: login refused). */
+/* Connects to host:port, reads the greeting, logs in as user/pass, reads FEAT; meanwhile,
+ * with verbs_streams above 0 (-x verbs), the buffers of that many verbs streams are made
+ * in a thread. Returns 0, or a negative errno with err filled (-EACCES: login refused). */
 int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user, const char *pass,
              int timeout_ms, atomic_bool *stop, const struct ftp_tls_opts *tls,
-             struct ds_error *err);
+             unsigned verbs_streams, struct ds_error *err);
 
 /* Under TLS, the handshakes of data connections just opened (after the 1xx reply to the
  * transfer command, as RFC 4217 orders it), resuming the control connection's session;

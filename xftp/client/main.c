@@ -250,13 +250,21 @@ static void url_arg(const char *text, struct url *url)
         }
 }
 
+/* The streams whose verbs buffers a login makes ahead: -P's, for a get or put over -x
+ * verbs. */
+static unsigned verbs_streams(const struct cli *cli)
+{
+        bool moves = strcmp(cli->op, "get") == 0 || strcmp(cli->op, "put") == 0;
+        return cli->job.verbs && moves ? (cli->job.streams ? cli->job.streams : 1) : 0;
+}
+
 static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct ds_error *err)
 {
         int rc = url_credentials(url, cli->netrc, true, err);
         if (rc < 0)
                 return rc;
         return ftp_open(ftp, url->host, url->port, url->user, url->pass, cli->job.timeout_ms,
-                        cli->job.stop, &cli->tls, err);
+                        cli->job.stop, &cli->tls, verbs_streams(cli), err);
 }
 
 /* The progress bar: one line redrawn four times a second on the terminal. */
@@ -405,7 +413,8 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                                   .user = a.user,
                                   .pass = a.pass,
                                   .timeout_ms = cli->job.timeout_ms,
-                                  .tls = &cli->tls};
+                                  .tls = &cli->tls,
+                                  .verbs_streams = verbs_streams(cli)};
         if (strcmp(op, "get") == 0) {
                 if (npaths == 1 && !cli->job.recursive &&
                     ftp_size(&ftp, "SIZE", paths[0], &t->expected, err) == 0)

@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <rdma/rdma_cma.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct xverbs {
         bool sender;
         /* sender */
         struct ds_pool *pool; /* registered by the link once, at the hello */
+        bool pool_lent;       /* pool is the session's (xftp_verbs_buffers) */
         void *free_bufs[XFTP_VERBS_WINDOW];
         unsigned free_count;
         uint64_t sent;
@@ -79,7 +81,16 @@ static bool at_host(const char *peer, const char *host)
 
 uint64_t xftp_verbs_stream_bytes(void)
 {
-        return (uint64_t)XFTP_VERBS_WINDOW * XFTP_VERBS_MSG + CTL_FRAMES;
+        return xftp_verbs_buffers_stream_bytes() + CTL_FRAMES;
+}
+
+/* librdmacm reads the device list (and libibverbs its drivers') at its first event
+ * channel, once per process. */
+void xftp_verbs_load(void)
+{
+        struct rdma_event_channel *channel = rdma_create_event_channel();
+        if (channel)
+                rdma_destroy_event_channel(channel);
 }
 
 bool xftp_verbs_available(const struct xftp_addr *local)
@@ -243,7 +254,8 @@ static void stream_free(struct xverbs *x)
         if (x->has_msg)
                 ds_link_release(x->link, &x->msg, 1);
         ds_link_close(x->link); /* before the pool it registered */
-        ds_pool_destroy(x->pool);
+        if (!x->pool_lent)
+                ds_pool_destroy(x->pool);
         free(x);
 }
 
@@ -302,7 +314,8 @@ static struct xverbs *stream_new(struct ds_link *link, bool sender, struct ds_er
 /* What the receiver checks in a hello before it registers anything. */
 struct admission {
         unsigned streams;
-        uint32_t seen; /* streams already accepted, by bit */
+        const struct xftp_verbs_buffers *buffers; /* lent as receive slots; may be NULL */
+        uint32_t seen;                            /* streams already accepted, by bit */
         uint64_t run_id;
         char why[128];
 };
@@ -334,6 +347,8 @@ static uint32_t admit(struct ds_session *s, void *ctx)
                 h->window = XFTP_VERBS_WINDOW;
         a->seen |= 1u << h->stream;
         a->run_id = h->run_id;
+        if (a->buffers && h->stream < a->buffers->count)
+                s->recv_pool = a->buffers->pool[h->stream];
         return DS_ACK_OK;
 }
 
@@ -360,7 +375,7 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
                       struct ds_error *err)
 {
         char host[INET6_ADDRSTRLEN];
-        struct admission admission = {.streams = n};
+        struct admission admission = {.streams = n, .buffers = opts->buffers};
         uint64_t deadline = ds_now_ns() + (uint64_t)opts->timeout_ms * 1000000u;
         unsigned done = 0;
         int rc = 0;
@@ -413,7 +428,13 @@ static int connect_one(const struct xftp_addr *addr, unsigned stream, unsigned n
         struct xverbs *x = stream_new(link, true, err);
         if (!x)
                 return -ENOMEM;
-        rc = ds_pool_create(&x->pool, XFTP_VERBS_MSG, XFTP_VERBS_WINDOW, 0, err);
+        const struct xftp_verbs_buffers *lend = opts->buffers;
+        if (lend && stream < lend->count) {
+                x->pool = lend->pool[stream];
+                x->pool_lent = true;
+        } else {
+                rc = ds_pool_create(&x->pool, XFTP_VERBS_MSG, XFTP_VERBS_WINDOW, 0, err);
+        }
         struct ds_wire_hello hello = {.msg_size = XFTP_VERBS_MSG,
                                       .flow = DS_FLOW_CREDIT,
                                       .op = DS_OP_DEFAULT,

@@ -10,6 +10,8 @@
  * Each stream takes XFTP_VERBS_WINDOW registered buffers of XFTP_VERBS_MSG bytes on each
  * side (the receiver's slots, the sender's send buffers), registered once per stream.
  *
+ * Those buffers are a session's (struct xftp_verbs_buffers), made once and lent to the
+ * links of each transfer, which register them (cheap: pages made are pages pinned fast).
  * One copy on each side: sendv copies the pipeline's buffers into the registered send
  * buffers (a block and its header make one message), recv copies out of the receive
  * slots, which go back to the sender as credit once read. Waits are 100 ms slices, as
@@ -22,22 +24,53 @@
 #ifndef XFTP_XVERBS_H
 #define XFTP_XVERBS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "dataconn.h"
+#include "modee.h"
 #include "xfer.h"
 
 struct ds_error;
+struct ds_pool;
 struct xftp_conn;
 
 #define XFTP_VERBS_MSG    (XFTP_XFER_BLOCK + 4096u) /* largest message: a block and its header */
 #define XFTP_VERBS_WINDOW 8u /* messages in flight per stream: receive slots, send buffers */
 
+/* A session's buffers for the channel: per stream one pool of XFTP_VERBS_WINDOW buffers
+ * of XFTP_VERBS_MSG, the send buffers when it sends, the receive slots when it receives.
+ * Made once and lent to every transfer: mapping and touching a stream's 33 MiB took 70 ms
+ * in the test VM, while the peer waited, where registering them takes under 1 ms. A
+ * client makes them (and loads the verbs libraries) in a thread while it logs in. Zero
+ * is empty; one thread at a time. */
+struct xftp_verbs_buffers {
+        struct ds_pool *pool[XFTP_MODEE_MAX_STREAMS];
+        unsigned count;  /* pools made, for streams 0..count-1 */
+        unsigned wanted; /* what the warming thread makes */
+        bool warming;    /* warmer runs, or ran and is not yet joined */
+        pthread_t warmer;
+};
+
+/* Starts making pools for streams (at most XFTP_MODEE_MAX_STREAMS) in a thread, with the
+ * verbs libraries loaded first; reserve or free joins it. Best effort: what fails here,
+ * reserve does again and says why. */
+void xftp_verbs_buffers_warm(struct xftp_verbs_buffers *b, unsigned streams);
+/* Pools for streams 0..streams-1, made now where missing. Returns 0 or a negative errno. */
+int xftp_verbs_buffers_reserve(struct xftp_verbs_buffers *b, unsigned streams,
+                               struct ds_error *err);
+/* The bytes of one stream's pool: what a memory budget counts for each made. */
+uint64_t xftp_verbs_buffers_stream_bytes(void);
+void xftp_verbs_buffers_free(struct xftp_verbs_buffers *b);
+
 struct xftp_verbs_opts {
         int timeout_ms;    /* each set-up step, the hello, and a sender's wait at close */
         atomic_bool *stop; /* may be NULL; when set, a set-up wait ends with -EINTR */
+        /* may be NULL: each stream then makes its own; else stream i borrows pool[i]
+         * where there is one (reserve first) */
+        const struct xftp_verbs_buffers *buffers;
 };
 
 /* Whether this build has verbs and an RDMA device serves local's host (the address a
@@ -45,8 +78,12 @@ struct xftp_verbs_opts {
 bool xftp_verbs_available(const struct xftp_addr *local);
 
 /* The registered bytes one stream takes on either side at most: what a memory budget
- * counts per stream. */
+ * counts per stream, its buffers' pool (xftp_verbs_buffers_stream_bytes) included. */
 uint64_t xftp_verbs_stream_bytes(void);
+
+/* Loads the verbs libraries and their drivers' list, which libibverbs and librdmacm do
+ * at their first call (0.06 s in the test VM): done ahead, no set-up waits for it. */
+void xftp_verbs_load(void);
 
 struct xftp_verbs_listener;
 

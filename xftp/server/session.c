@@ -784,6 +784,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
         xfer_reset(s);
         xfer_drop_kept(s);
         xfer_free_lent(s);
+        xfer_free_verbs_buffers(s);
         watch_free(s);
         xftp_store_close(s->own_store);
         if (s->live)

@@ -12,6 +12,7 @@
 #include "modee.h"
 #include "store.h"
 #include "xconn.h"
+#include "xverbs.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -105,6 +106,10 @@ struct session {
         struct xftp_verbs_listener *verbs_listener;
         uint16_t verbs_port;
         int verbs_offer; /* 0: not looked up yet, 1: offered, -1: not */
+        /* Its buffers, made at the first RPSV or RPRT and kept, and the bytes taken from
+         * the memory budget for them. */
+        struct xftp_verbs_buffers verbs_buffers;
+        uint64_t verbs_held;
         bool epsv_all;
         bool pbsz;   /* PBSZ 0 came after AUTH TLS */
         bool prot_p; /* PROT P: data connections are TLS */

@@ -205,8 +205,8 @@ static int run_job(struct session *s, struct job *job)
         lend_if_fits(s, job, mode, n);
         uint64_t need =
             xftp_xfer_buffer_bytes(xftp_store_xfile(job->file), mode, n, &job->opts, !job->upload);
-        if (verbs) /* each stream's registered buffers, receive slots or send buffers */
-                need += n * xftp_verbs_stream_bytes();
+        if (verbs) /* each stream's registered buffers not already the session's */
+                need += xfer_verbs_need(s, n);
         if (!xfer_budget_take(s, need))
                 return -ENOMEM;
         int rc = watch_begin(s);

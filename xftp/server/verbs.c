@@ -2,6 +2,7 @@
 #include "verbs.h"
 
 #include "channel.h"
+#include "transfer.h"
 
 #include <dragstrip/error.h>
 
@@ -54,6 +55,21 @@ static bool may_set_up(struct session *s)
         return true;
 }
 
+/* The buffers the next transfer's streams will borrow, made while the client sends its
+ * transfer command and opens its links (xverbs.h), once the budget has taken them. A
+ * budget that cannot leaves the transfer to take its own. */
+static void warm_buffers(struct session *s)
+{
+        unsigned n = s->mode == 'E' ? s->streams : 1;
+        uint64_t pool = xftp_verbs_buffers_stream_bytes(), have = s->verbs_held / pool;
+        uint64_t more = n > have ? n - have : 0, bytes = more * pool;
+
+        if (more && xfer_budget_take(s, bytes)) {
+                s->verbs_held += bytes;
+                xftp_verbs_buffers_warm(&s->verbs_buffers, n);
+        }
+}
+
 void xfer_cmd_rpsv(struct session *s)
 {
         struct ds_error err;
@@ -71,6 +87,7 @@ void xfer_cmd_rpsv(struct session *s)
         }
         session_reply(s, "229 Entering RDMA Passive Mode (|||%u|)",
                       xftp_verbs_port(s->verbs_listener));
+        warm_buffers(s);
 }
 
 void xfer_cmd_rprt(struct session *s, uint64_t port)
@@ -89,11 +106,30 @@ void xfer_cmd_rprt(struct session *s, uint64_t port)
         xfer_forget_data(s);
         s->verbs_port = (uint16_t)port;
         session_reply(s, "200 RPRT command successful: the next RETR goes over verbs.");
+        warm_buffers(s);
 }
 
 bool xfer_verbs_asked(const struct session *s)
 {
         return s->verbs_listener || s->verbs_port;
+}
+
+void xfer_free_verbs_buffers(struct session *s)
+{
+        xftp_verbs_buffers_free(&s->verbs_buffers);
+        xfer_budget_give(s, s->verbs_held);
+        s->verbs_held = 0;
+}
+
+/* Counted from the bytes held, not the pools made, so that the reply need not wait for
+ * the warming thread: a pool it failed to make is held bytes that the stream's own
+ * replaces. */
+uint64_t xfer_verbs_need(const struct session *s, unsigned n)
+{
+        uint64_t pool = xftp_verbs_buffers_stream_bytes(), held = s->verbs_held / pool;
+        uint64_t lent = n < held ? n : held;
+
+        return n * xftp_verbs_stream_bytes() - lent * pool;
 }
 
 void xfer_forget_verbs(struct session *s)
@@ -107,7 +143,8 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
                     bool blocks)
 {
         struct ds_error err;
-        struct xftp_verbs_opts opts = {.timeout_ms = s->config->data_ms, .stop = &s->xfer_stop};
+        struct xftp_verbs_opts opts = {
+            .timeout_ms = s->config->data_ms, .stop = &s->xfer_stop, .buffers = &s->verbs_buffers};
         int rc;
 
         for (unsigned i = 0; i < n; i++)

@@ -20,8 +20,15 @@ void xfer_feat_verbs(struct session *s);
 
 /* RPSV: a verbs listener for the next upload, its port in a 229 reply. */
 void xfer_cmd_rpsv(struct session *s);
-/* RPRT port: the next download goes over verbs links to the client's host at port. */
+/* RPRT port: the next download goes over verbs links to the client's host at port.
+ * Both start making the session's buffers for the streams of the next transfer. */
 void xfer_cmd_rprt(struct session *s, uint64_t port);
+
+/* The bytes of registered memory n streams take beyond the session's buffers (their
+ * control frames, and pools for streams it has none for). */
+uint64_t xfer_verbs_need(const struct session *s, unsigned n);
+/* Frees the session's buffers and gives their bytes back to the budget. */
+void xfer_free_verbs_buffers(struct session *s);
 
 /* Whether RPSV or RPRT set up the next transfer. */
 bool xfer_verbs_asked(const struct session *s);

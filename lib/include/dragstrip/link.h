@@ -106,6 +106,10 @@ struct ds_link_params {
         enum ds_link_op op;
         uint32_t window;           /* messages the sender wants in flight (0: backend's) */
         struct ds_pool *send_pool; /* sender: where every sent buffer comes from */
+        /* Receiver, verbs: buffers lent for the receive ring, made ahead by the caller (so
+         * that no page is made while the sender waits) and outliving the link; used when
+         * they hold the ring (enough buffers of msg_size), else the link makes its own. */
+        struct ds_pool *recv_pool;
 };
 
 /* What one side's prepare() wants the peer's start() to see. */

@@ -38,6 +38,8 @@ struct ds_session {
         bool ended;
         struct ds_wire_end end;
         struct ds_wire_hello_ack ack; /* kept to answer a repeated hello */
+        struct ds_pool *recv_pool;    /* receiver: admit may lend the link its receive
+                                       * buffers (ds_link_params.recv_pool) */
 };
 
 /* Sender: prepares the link for hello's options (send_pool holds every buffer that will
