@@ -41,6 +41,7 @@
 #define VB_CTL_RECVS    16    /* receive frames kept posted for control frames and credits */
 #define VB_SLOTS_MAX    255   /* ring slots: the WRITE immediate carries the slot in 8 bits */
 #define VB_SPARE        4     /* send op: ring buffers beyond the slots, for control frames */
+#define VB_ACK_TIMEOUT  14    /* 2^14 x 4.096 us = 67 ms before a resend, as perftest */
 #define VB_SIGNAL_EVERY 16    /* at most this many unsignaled sends in a row */
 #define VB_POLL_BATCH   32    /* completions taken per ibv_poll_cq */
 #define VB_INLINE       64    /* inline bytes asked of the QP (notices, small messages) */
