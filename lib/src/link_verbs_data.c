@@ -5,6 +5,7 @@
 #include "link_verbs.h"
 
 #include <dragstrip/pool.h>
+#include <dragstrip/stop.h>
 #include <dragstrip/wire.h>
 
 #include <errno.h>
@@ -476,6 +477,17 @@ static int await(struct verbs_link *v, uint64_t deadline, struct ds_error *err)
         return 0;
 }
 
+/* A stop (stop.h) ends the waits a sender's caller cannot bound: a peer that stopped
+ * returning credit would otherwise hold it for the whole stall limit. The link fails: a
+ * send left half done cannot go on. */
+static int stopped_waiting(struct verbs_link *v, const char *what, struct ds_error *err)
+{
+        return link_fail(
+            v,
+            ds_fail(err, -ECANCELED, "verbs: stopped waiting for %s from %s", what, v->base.peer),
+            err);
+}
+
 static int sq_wait_room(struct verbs_link *v, unsigned need, struct ds_error *err)
 {
         uint64_t deadline = deadline_of(VB_STALL_MS);
@@ -491,6 +503,8 @@ static int sq_wait_room(struct verbs_link *v, unsigned need, struct ds_error *er
                                                  "verbs: sends to %s do not complete",
                                                  v->base.peer),
                                          err);
+                if (ds_stopping())
+                        return stopped_waiting(v, "its sends to complete", err);
                 if ((rc = await(v, deadline, err)) < 0)
                         return rc;
         }
@@ -526,6 +540,8 @@ static int send_room(struct verbs_link *v, unsigned n, unsigned *room, struct ds
                                                  "verbs: %s returned no credit for %d ms",
                                                  v->base.peer, VB_STALL_MS),
                                          err);
+                if (ds_stopping())
+                        return stopped_waiting(v, "credit", err);
                 if ((rc = await(v, deadline, err)) < 0)
                         return rc;
         }

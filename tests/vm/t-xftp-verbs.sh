@@ -3,10 +3,10 @@
 # ends on 198.18.0.1, the control connection too). FEAT must offer RPSV and RPRT; put and
 # get of a file of MIB MiB (and an odd tail) over one verbs stream and two must come back
 # whole (cmp), with --json saying "link":"verbs"; a resumed get, --verify (HASH), a tree
-# both ways (-r, four files at once), a striped store (with --disks) and a SIGINT must
-# hold too, and hostile or absent peers must get 425s. Against xftpd --no-rdma, xftp -x
-# verbs must exit 1 with one line and leave no file on either side. Figures:
-# bench/xftp-verbs.sh.
+# both ways (-r, four files at once), a striped store (with --disks), a SIGINT (also to a
+# sender out of credit) and a SIGTERM to the server must hold too, and hostile or absent
+# peers must get 425s. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line
+# and leave no file on either side. Figures: bench/xftp-verbs.sh.
 #   boot.sh --mem 3G --disks 2 t-xftp-verbs.sh [MIB]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -107,6 +107,58 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs put: $ms ms to stop"
 [ ! -e root/stopped ] || ds_vm_die "a stopped put took the file's name"
 echo "ok: SIGINT stopped a verbs put in $ms ms (exit 130)"
+
+# A put whose receiver stopped answering (its session frozen): the sender runs out of
+# credit and waits; SIGINT still ends it at once, not at the link's 10 s stall limit.
+server=$(pgrep -P "$verbs_pid")
+timeout 120 "$bin/xftp" -x verbs -q put stop.bin "$url/frozen" 2>stop.err &
+put_pid=$!
+session=
+for _ in $(seq 100); do
+	session=$(pgrep -P "$server" | head -1)
+	[ -n "$session" ] && [ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
+	sleep 0.1
+done
+[ -n "$session" ] || ds_vm_die "no session for the frozen put"
+kill -STOP "$session"
+sleep 2 # the window (32 MiB) goes out, and no credit comes back
+kill -INT "$put_pid"
+t0=$(date +%s%N)
+st=0
+wait "$put_pid" || st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill -CONT "$session"
+[ "$st" = 130 ] || ds_vm_die "SIGINT to a sender out of credit: exit $st, $(cat stop.err)"
+[ "$ms" -lt 3000 ] || ds_vm_die "SIGINT to a sender out of credit: $ms ms to stop"
+echo "ok: SIGINT stopped a verbs put out of credit in $ms ms (exit 130)"
+for _ in $(seq 100); do
+	[ -z "$(pgrep -P "$server")" ] && break
+	sleep 0.1
+done
+[ ! -e root/frozen ] || ds_vm_die "a put stopped out of credit took the file's name"
+
+# SIGTERM to a server in the middle of a verbs put: it ends within seconds, the client
+# fails, and no file takes the name.
+mkdir -p term
+chown nobody term
+"$bin/xftpd" -p 2123 --listen "$ip" --root term --users users --run-as nobody 2>term.log &
+term_pid=$!
+ds_vm_wait_tcp 2123 || ds_vm_die "the third xftpd did not listen"
+timeout 120 "$bin/xftp" -x verbs -q put stop.bin "ftp://t:pw@$ip:2123/t" 2>stop.err &
+put_pid=$!
+for _ in $(seq 100); do
+	[ -n "$(find term -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
+	sleep 0.1
+done
+kill -TERM "$term_pid"
+t0=$(date +%s%N)
+st=0
+wait "$term_pid" || st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 5000 ] || ds_vm_die "SIGTERM to xftpd mid verbs put: $ms ms to end"
+wait "$put_pid" && ds_vm_die "a put cut by the server's SIGTERM exited 0"
+[ ! -e term/t ] || ds_vm_die "a put cut by SIGTERM took the file's name"
+echo "ok: SIGTERM ended xftpd in $ms ms in the middle of a verbs put (exit $st)"
 rm -f stop.bin root/stop.bin
 
 # --verify (HASH after the data) and a resumed get: the first 3 MiB are there already.
