@@ -26,10 +26,16 @@ c.expect(501, 'RPRT 0')
 c.expect(501, 'RPRT 70000')
 c.expect(504, 'RPRT 80')
 c.expect(501, 'RPRT 5,6')
+c.expect(501, 'RPRT 0000050000')
+c.expect(501, 'RPRT')
+c.expect(501, 'RPRT |9|127.0.0.1|50000|')
+c.expect(504, 'RPRT |1|127.0.0.1|80|')
+c.expect(504, 'RPRT |1|192.0.2.7|50000|')  # a third host, and no --fxp
+c.expect(502, 'RPRT |1|127.0.0.1|50000|')  # the client's own host: refused only for --no-rdma
 c.expect(501, 'RPSV 1')
 c.expect(221, 'QUIT')
 PY
-pass "--no-rdma: FEAT names neither RPSV nor RPRT; RPSV 502, RPRT 502, bad ports 501 and 504"
+pass "--no-rdma: FEAT names neither RPSV nor RPRT; RPSV 502, RPRT 502, bad ports and addresses 501, a third host or port below 1024 504"
 
 cd "$work" || fail "cd $work"
 expect_error "get -x verbs" 'offers no verbs data channel \(no RPRT in FEAT\)' \
@@ -44,7 +50,7 @@ expect_error "put -x verbs" 'offers no verbs data channel \(no RPSV in FEAT\)' \
 left=$(find "$work/root" -mindepth 1 ! -name f.bin)
 [ -z "$left" ] || fail "put -x verbs left $left"
 pass "put -x verbs left no file on the server"
-expect_error "cp -x verbs" '-x verbs carries get and put, not cp' \
+expect_error "cp -x verbs" 'offers no verbs data channel \(no RPRT in FEAT\): -x verbs cannot cp' \
 	"$xftp" -q -x verbs cp "$url/f.bin" "$url/f2.bin"
 status=0
 "$xftp" -x udp get "$url/f.bin" got 2>"$work/err" || status=$?

@@ -2,10 +2,10 @@
 # Guest script: xftp -x verbs through xftpd over soft-RoCE (rxe0 on a dummy netdev, both
 # ends on 198.18.0.1, the control connection too). FEAT must offer RPSV and RPRT; put and
 # get of a file of MIB MiB (and an odd tail) over one verbs stream and two must come back
-# whole (cmp), with --json saying "link":"verbs"; a resumed get, --verify (HASH), a tree
-# both ways (-r, four files at once), a striped store (with --disks), a SIGINT (also to a
-# sender out of credit) and a SIGTERM to the server must hold too, and hostile or absent
-# peers must get 425s. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line
+# whole (cmp), with --json saying "link":"verbs"; a copy between two xftpd (cp), a
+# resumed get, --verify (HASH), a tree both ways (-r, four files at once), a striped store
+# (with --disks), a SIGINT (also to a sender out of credit) and a SIGTERM to the server
+# must hold too, and hostile or absent peers must get 425s. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line
 # and leave no file on either side. Figures: bench/xftp-verbs.sh.
 #   boot.sh --mem 3G --disks 2 t-xftp-verbs.sh [MIB]
 set -euo pipefail
@@ -19,8 +19,8 @@ ds_vm_rxe_up || ds_vm_die "soft-RoCE set-up"
 ip=$DS_RXE_IP
 
 cd "$TMPDIR"
-mkdir -p root plain
-chown nobody root plain
+mkdir -p root plain second
+chown nobody root plain second
 printf 'pw\n' | "$bin/xftpd" --add-user users t >/dev/null
 timeout 900 "$bin/xftpd" -p 2121 --listen "$ip" --root root --users users --run-as nobody \
 	--data-timeout 8 2>xftpd.log &
@@ -28,9 +28,13 @@ verbs_pid=$!
 timeout 900 "$bin/xftpd" -p 2122 --listen "$ip" --root plain --users users --run-as nobody \
 	--no-rdma 2>plain.log &
 plain_pid=$!
-trap 'kill $verbs_pid $plain_pid 2>/dev/null || true' EXIT
+timeout 900 "$bin/xftpd" -p 2124 --listen "$ip" --root second --users users --run-as nobody \
+	2>second.log &
+second_pid=$!
+trap 'kill $verbs_pid $plain_pid $second_pid 2>/dev/null || true' EXIT
 ds_vm_wait_tcp 2121 || ds_vm_die "xftpd did not listen"
 ds_vm_wait_tcp 2122 || ds_vm_die "xftpd --no-rdma did not listen"
+ds_vm_wait_tcp 2124 || ds_vm_die "the second xftpd did not listen"
 url=ftp://t:pw@$ip:2121
 bytes=$((mib * 1048576 + 12345))
 head -c "$bytes" /dev/urandom >src
@@ -62,6 +66,21 @@ for streams in 1 2; do
 	rm -f back
 	[ "$streams" = 2 ] || rm -f "root/f$streams"
 done
+
+# Server to server: the source's links go to where the destination's RPSV listens (RPRT
+# with an address), two streams; against the --no-rdma server, exit 1 and no file.
+timeout 300 "$bin/xftp" -x verbs --json -P 2 cp "$url/f2" "ftp://t:pw@$ip:2124/copy" >cp.json ||
+	ds_vm_die "cp over verbs: $(cat cp.json) $(tail -3 xftpd.log second.log)"
+jq -e ".ok and .link == \"verbs\" and .bytes == $bytes" cp.json >/dev/null ||
+	ds_vm_die "cp over verbs: --json says $(cat cp.json)"
+cmp src second/copy || ds_vm_die "cp over verbs: the bytes differ"
+st=0
+timeout 60 "$bin/xftp" -x verbs cp "$url/f2" "ftp://t:pw@$ip:2122/copy" 2>cp.err || st=$?
+if [ "$st" != 1 ] || ! grep -q 'no RPSV in FEAT' cp.err || [ -e plain/copy ]; then
+	ds_vm_die "cp over verbs to xftpd --no-rdma: exit $st, $(cat cp.err)"
+fi
+echo "ok: cp of $bytes bytes between two xftpd over two verbs streams, whole; refused by --no-rdma"
+rm -f second/copy
 
 # A stop: SIGINT to xftp in the middle of a verbs get ends it within a second or two
 # (exit 130), and nothing takes the file's name. The file is at least 128 MiB, four times
@@ -111,11 +130,19 @@ echo "ok: SIGINT stopped a verbs put in $ms ms (exit 130)"
 # A put whose receiver stopped answering (its session frozen): the sender runs out of
 # credit and waits; SIGINT still ends it at once, not at the link's 10 s stall limit.
 server=$(pgrep -P "$verbs_pid")
+sessions_gone() {
+	for _ in $(seq 100); do
+		[ -z "$(pgrep -P "$server")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+sessions_gone || ds_vm_die "the stopped put's session did not end"
 timeout 120 "$bin/xftp" -x verbs -q put stop.bin "$url/frozen" 2>stop.err &
 put_pid=$!
 session=
 for _ in $(seq 100); do
-	session=$(pgrep -P "$server" | head -1)
+	session=$(pgrep -P "$server")
 	[ -n "$session" ] && [ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
 	sleep 0.1
 done
@@ -131,10 +158,7 @@ kill -CONT "$session"
 [ "$st" = 130 ] || ds_vm_die "SIGINT to a sender out of credit: exit $st, $(cat stop.err)"
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT to a sender out of credit: $ms ms to stop"
 echo "ok: SIGINT stopped a verbs put out of credit in $ms ms (exit 130)"
-for _ in $(seq 100); do
-	[ -z "$(pgrep -P "$server")" ] && break
-	sleep 0.1
-done
+sessions_gone || ds_vm_die "the frozen put's session did not end once thawed"
 [ ! -e root/frozen ] || ds_vm_die "a put stopped out of credit took the file's name"
 
 # SIGTERM to a server in the middle of a verbs put: it ends within seconds, the client

@@ -564,13 +564,28 @@ int ftp_verbs_ask(struct ftp *ftp, bool receive, struct ftp_verbs *v, struct ds_
                 snprintf(cmd, sizeof(cmd), "RPRT %u", xftp_verbs_port(v->listener));
                 return cmd_ok(ftp, err, cmd);
         }
+        return ftp_verbs_passive(ftp, &v->addr, err);
+}
+
+int ftp_verbs_passive(struct ftp *ftp, struct xftp_addr *addr, struct ds_error *err)
+{
         int rc = ftp_cmd(ftp, err, "RPSV");
         if (rc < 0)
                 return rc;
         uint16_t port;
         if (rc != 229 || xftp_parse_epsv(ftp->reply, &port) < 0)
                 return ds_fail(err, 0, "%s: RPSV: %.80s", ftp->host, ftp->reply), -EPROTO;
-        return passive_at(ftp, port, &v->addr);
+        return passive_at(ftp, port, addr);
+}
+
+int ftp_verbs_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err)
+{
+        char arg[XFTP_ADDR_TEXT], cmd[XFTP_ADDR_TEXT + 8];
+
+        if (xftp_format_eprt(addr, arg, sizeof(arg)) < 0)
+                return ds_fail(err, 0, "no RPRT for that address"), -EAFNOSUPPORT;
+        snprintf(cmd, sizeof(cmd), "RPRT %s", arg);
+        return cmd_ok(ftp, err, cmd);
 }
 
 int ftp_verbs_open(struct ftp *ftp, struct ftp_verbs *v, struct xftp_conn *conns, unsigned n,

@@ -156,6 +156,11 @@ struct ftp_verbs {
  * and names the port by RPRT; an upload asks RPSV for a port on the control connection's
  * peer (never a host the server names). Returns 0 or a negative errno with err filled. */
 int ftp_verbs_ask(struct ftp *ftp, bool receive, struct ftp_verbs *v, struct ds_error *err);
+/* Server to server: RPSV, and where its links are to go (its host, the port it names);
+ * RPRT |af|host|port|, sending the next download's links to addr. Return 0 or a negative
+ * errno with err filled. */
+int ftp_verbs_passive(struct ftp *ftp, struct xftp_addr *addr, struct ds_error *err);
+int ftp_verbs_port(struct ftp *ftp, const struct xftp_addr *addr, struct ds_error *err);
 /* After the transfer command's 150: the n links, accepted from the server's host or
  * connected to it, within opts->timeout_ms. Returns 0 or a negative errno with err filled. */
 int ftp_verbs_open(struct ftp *ftp, struct ftp_verbs *v, struct xftp_conn *conns, unsigned n,

@@ -44,11 +44,12 @@ static bool kept_blocks(const struct ftp *ftp, const struct job_opts *o, uint64_
 }
 
 /* -x verbs with a server that does not offer the channel: one line, nothing written. */
-static int no_verbs(const struct ftp *ftp, const char *op, struct ds_error *err)
+static int no_verbs(const struct ftp *ftp, const char *missing, const char *op,
+                    struct ds_error *err)
 {
         return ds_fail(err, 0,
                        "%s offers no verbs data channel (no %s in FEAT): -x verbs cannot %s",
-                       ftp->host, strcmp(op, "get") == 0 ? "RPRT" : "RPSV", op),
+                       ftp->host, missing, op),
                -EPROTONOSUPPORT;
 }
 
@@ -361,7 +362,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
         if (o->verbs && !ftp->feat.rprt)
-                return no_verbs(ftp, "get", err);
+                return no_verbs(ftp, "RPRT", "get", err);
         char part[PATH_ROOM];
         uint64_t offset;
         bool marks = false;
@@ -475,7 +476,7 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                 return ds_fail(err, 0, "%s has no HASH command: cannot --verify", ftp->host),
                        -ENOTSUP;
         if (o->verbs && !ftp->feat.rpsv)
-                return no_verbs(ftp, "put", err);
+                return no_verbs(ftp, "RPSV", "put", err);
         int fd = open(local, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return ds_fail(err, -errno, "%s", local);
@@ -615,9 +616,10 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         uint64_t size = 0;
         struct xftp_addr addr;
 
-        if (o->verbs)
-                return ds_fail(err, 0, "-x verbs carries get and put, not cp (server to server)"),
-                       -ENOTSUP;
+        if (o->verbs && !src->feat.rprt)
+                return no_verbs(src, "RPRT", "cp", err);
+        if (o->verbs && !dst->feat.rpsv)
+                return no_verbs(dst, "RPSV", "cp", err);
         int rc = ftp_size(src, "SIZE", src_path, &size, err);
         unsigned n = streams_for(src, o, rc == 0 ? size : UINT64_MAX);
         if (streams_for(dst, o, rc == 0 ? size : UINT64_MAX) < n)
@@ -631,13 +633,15 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         if (rc == 0)
                 rc = ftp_data_clear(dst, err);
         if (rc == 0)
-                rc = ftp_prepare(src, n, false, err);
+                rc = ftp_prepare(src, n, o->verbs, err);
         if (rc == 0)
-                rc = ftp_prepare(dst, n, false, err);
+                rc = ftp_prepare(dst, n, o->verbs, err);
+        /* Over verbs the source's links go to where the destination's RPSV listens. */
         if (rc == 0)
-                rc = ftp_passive_addr(dst, &addr, err);
+                rc = o->verbs ? ftp_verbs_passive(dst, &addr, err)
+                              : ftp_passive_addr(dst, &addr, err);
         if (rc == 0)
-                rc = ftp_port(src, &addr, err);
+                rc = o->verbs ? ftp_verbs_port(src, &addr, err) : ftp_port(src, &addr, err);
         /* The destination waits for the source's connection before its 150, so both
          * commands go out before either reply is read. */
         uint64_t start_ns = ds_now_ns();

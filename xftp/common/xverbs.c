@@ -352,7 +352,8 @@ static uint32_t admit(struct ds_session *s, void *ctx)
         return DS_ACK_OK;
 }
 
-/* One link from the peer's host, or 0 when a slice passed without one. */
+/* One link from the peer's host (any host when host is NULL), or 0 when a slice passed
+ * without one. */
 static int accept_one(struct xftp_verbs_listener *l, const char *host, struct ds_link **out,
                       int wait_ms, struct ds_error *err)
 {
@@ -362,7 +363,7 @@ static int accept_one(struct xftp_verbs_listener *l, const char *host, struct ds
                 return 0;
         if (rc < 0)
                 return rc;
-        if (!at_host(link->peer, host)) {
+        if (host && !at_host(link->peer, host)) {
                 ds_link_close(link); /* a third host racing for the port gets nothing */
                 return 0;
         }
@@ -380,7 +381,10 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
         unsigned done = 0;
         int rc = 0;
 
-        host_text(peer, host, sizeof(host));
+        if (peer)
+                host_text(peer, host, sizeof(host));
+        else
+                snprintf(host, sizeof(host), "any host");
         for (unsigned i = 0; i < n; i++)
                 xftp_conn_none(&conns[i]);
         while (done < n && rc == 0) {
@@ -391,8 +395,8 @@ int xftp_verbs_accept(struct xftp_verbs_listener *l, const struct xftp_addr *pee
                 else if (left == 0)
                         rc = ds_fail(err, -ETIMEDOUT, "%u of %u verbs links came from %s in %d ms",
                                      done, n, host, opts->timeout_ms);
-                else if ((rc = accept_one(l, host, &link, left < SLICE_MS ? left : SLICE_MS, err)) >
-                         0) {
+                else if ((rc = accept_one(l, peer ? host : NULL, &link,
+                                          left < SLICE_MS ? left : SLICE_MS, err)) > 0) {
                         struct xverbs *x = stream_new(link, false, err);
                         rc = x ? ds_session_accept(&x->session, link, admit, &admission,
                                                    opts->timeout_ms, err)

@@ -96,10 +96,10 @@ uint16_t xftp_verbs_port(const struct xftp_verbs_listener *listener);
 void xftp_verbs_unlisten(struct xftp_verbs_listener *listener);
 
 /* The receiver: accepts n links from peer's host (others are turned away and do not
- * extend the wait), each of which must say hello as a distinct stream of one run of n
- * streams, with messages of at most XFTP_VERBS_MSG; conns[i] gets stream i. Returns 0,
- * or a negative errno (-ETIMEDOUT, -EINTR on stop, -EPROTO for a hello refused) with
- * err filled and every accepted link closed. */
+ * extend the wait; peer NULL: from any host, for a server-to-server copy), each of which must say
+ * hello as a distinct stream of one run of n streams, with messages of at most XFTP_VERBS_MSG;
+ * conns[i] gets stream i. Returns 0, or a negative errno (-ETIMEDOUT, -EINTR on stop, -EPROTO for a
+ * hello refused) with err filled and every accepted link closed. */
 int xftp_verbs_accept(struct xftp_verbs_listener *listener, const struct xftp_addr *peer,
                       struct xftp_conn *conns, unsigned n, const struct xftp_verbs_opts *opts,
                       struct ds_error *err);

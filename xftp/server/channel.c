@@ -114,9 +114,7 @@ void xfer_cmd_pasv(struct session *s, bool extended, const char *arg)
         }
 }
 
-/* Whether a data connection may come from, or go to, a host other than the client's:
- * server-to-server copies, only when the server allows them (--fxp), never anonymous. */
-static bool third_host_ok(const struct session *s)
+bool xfer_third_host_ok(const struct session *s)
 {
         return s->config->fxp && !s->anonymous;
 }
@@ -144,7 +142,7 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "504 Refused: port below 1024.");
                 return;
         }
-        if (!xftp_addr_same_host(&addr, &s->peer) && !third_host_ok(s)) {
+        if (!xftp_addr_same_host(&addr, &s->peer) && !xfer_third_host_ok(s)) {
                 session_reply(s, "504 Refused: data connections go to your own address.");
                 return;
         }
@@ -199,8 +197,8 @@ int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool 
         if (s->pasv_fd >= 0) {
                 /* A third host that races the client for the port gets nothing. */
                 struct xftp_data_refused refused = {0};
-                rc = xftp_data_accept(s->pasv_fd, third_host_ok(s) ? NULL : &s->peer, fds, n, &opts,
-                                      &refused, &err);
+                rc = xftp_data_accept(s->pasv_fd, xfer_third_host_ok(s) ? NULL : &s->peer, fds, n,
+                                      &opts, &refused, &err);
                 if (refused.count)
                         log_refused(s, &refused);
         } else if (s->active.len) {

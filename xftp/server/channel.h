@@ -16,6 +16,11 @@
  * clients send those before or after PASV. */
 void xfer_forget_data(struct session *s);
 
+/* Whether a data connection (or verbs link) may come from, or go to, a host other than
+ * the client's: server-to-server copies, only when the server allows them (--fxp), never
+ * anonymous. */
+bool xfer_third_host_ok(const struct session *s);
+
 /* The data connections' options: socket buffers, deadline, passive ports, and stop (may be
  * NULL), which ends every wait on them. */
 struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);

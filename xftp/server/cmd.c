@@ -51,7 +51,7 @@ static const struct verb_entry verbs[] = {
     {"ACCT", V_COUNT, ARG_MISSING}, {"SMNT", V_COUNT, ARG_MISSING}, {"REIN", V_COUNT, ARG_MISSING},
     {"STOU", V_COUNT, ARG_MISSING}, {"SITE", V_COUNT, ARG_MISSING}, {"AUTH", V_AUTH, ARG_REQ},
     {"PBSZ", V_PBSZ, ARG_REQ},      {"PROT", V_PROT, ARG_REQ},      {"CCC", V_CCC, ARG_NONE},
-    {"RPSV", V_RPSV, ARG_NONE},     {"RPRT", V_RPRT, ARG_NUM},
+    {"RPSV", V_RPSV, ARG_NONE},     {"RPRT", V_RPRT, ARG_REQ},
 };
 
 static int refuse(const char **reply, int code, const char *text)

@@ -672,7 +672,7 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
                 xfer_cmd_rpsv(s);
                 break;
         case V_RPRT:
-                xfer_cmd_rprt(s, cmd->num[0]);
+                xfer_cmd_rprt(s, cmd->arg);
                 break;
         case V_RETR:
                 xfer_cmd_retr(s, cmd->arg);

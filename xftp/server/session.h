@@ -101,10 +101,10 @@ struct session {
         bool lend_tried;
         struct watch *watch;     /* the watcher thread, made at the first transfer (watch.h) */
         struct xftp_addr active; /* PORT/EPRT address; len 0: none */
-        /* The verbs data channel (verbs.c): RPSV's listener for the next upload, or RPRT's
-         * port on the client's host for the next download. */
+        /* The verbs data channel (verbs.c): RPSV's listener for the next upload, or where
+         * RPRT sends the next download (len 0: nowhere). */
         struct xftp_verbs_listener *verbs_listener;
-        uint16_t verbs_port;
+        struct xftp_addr verbs_to;
         int verbs_offer; /* 0: not looked up yet, 1: offered, -1: not */
         /* Its buffers, made at the first RPSV or RPRT and kept, and the bytes taken from
          * the memory budget for them. */

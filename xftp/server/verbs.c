@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 void xfer_verbs_allow_locking(uint64_t bytes)
@@ -90,28 +92,49 @@ void xfer_cmd_rpsv(struct session *s)
         warm_buffers(s);
 }
 
-void xfer_cmd_rprt(struct session *s, uint64_t port)
+/* RPRT's argument: a port on the client's host, or an address as EPRT names one. */
+static int parse_rprt(const struct session *s, const char *arg, struct xftp_addr *to)
 {
-        if (port == 0 || port > 65535) {
-                session_reply(s, "501 RPRT takes a port from 1 to 65535.");
+        uint64_t port = 0;
+        size_t digits = strspn(arg, "0123456789");
+
+        if (digits == 0 || arg[digits] != '\0')
+                return xftp_parse_eprt(arg, to);
+        if (digits > 5 || (port = strtoull(arg, NULL, 10)) == 0 || port > 65535)
+                return -EINVAL;
+        *to = s->peer;
+        xftp_addr_set_port(to, (uint16_t)port);
+        return 0;
+}
+
+void xfer_cmd_rprt(struct session *s, const char *arg)
+{
+        struct xftp_addr to;
+
+        if (parse_rprt(s, arg, &to) < 0) {
+                session_reply(s, "501 RPRT takes a port from 1 to 65535, or |af|host|port|.");
                 return;
         }
-        /* As PORT: the data goes to the client's own host, never a privileged port. */
-        if (port < 1024) {
+        /* As PORT: never a privileged port, and a third host only with --fxp. */
+        if (xftp_addr_port(&to) < 1024) {
                 session_reply(s, "504 Refused: port below 1024.");
+                return;
+        }
+        if (!xftp_addr_same_host(&to, &s->peer) && !xfer_third_host_ok(s)) {
+                session_reply(s, "504 Refused: verbs links go to your own address.");
                 return;
         }
         if (!may_set_up(s))
                 return;
         xfer_forget_data(s);
-        s->verbs_port = (uint16_t)port;
+        s->verbs_to = to;
         session_reply(s, "200 RPRT command successful: the next RETR goes over verbs.");
         warm_buffers(s);
 }
 
 bool xfer_verbs_asked(const struct session *s)
 {
-        return s->verbs_listener || s->verbs_port;
+        return s->verbs_listener || s->verbs_to.len;
 }
 
 void xfer_free_verbs_buffers(struct session *s)
@@ -136,7 +159,7 @@ void xfer_forget_verbs(struct session *s)
 {
         xftp_verbs_unlisten(s->verbs_listener);
         s->verbs_listener = NULL;
-        s->verbs_port = 0;
+        s->verbs_to.len = 0;
 }
 
 int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool upload,
@@ -153,7 +176,7 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
                 session_reply(s, "425 The verbs data channel carries MODE E: send MODE E first.");
                 return -EPROTO;
         }
-        if (upload ? !s->verbs_listener : !s->verbs_port) {
+        if (upload ? !s->verbs_listener : !s->verbs_to.len) {
                 session_reply(s, upload ? "425 An upload over verbs follows RPSV, not RPRT."
                                         : "425 A download over verbs follows RPRT, not RPSV.");
                 return -ENOTCONN;
@@ -162,11 +185,10 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
         /* The 150 first: the client opens or accepts its links once it has read it. */
         session_reply(s, "150 Opening %u verbs data channel%s.", n, n > 1 ? "s" : "");
         if (upload) {
-                rc = xftp_verbs_accept(s->verbs_listener, &s->peer, conns, n, &opts, &err);
+                rc = xftp_verbs_accept(s->verbs_listener, xfer_third_host_ok(s) ? NULL : &s->peer,
+                                       conns, n, &opts, &err);
         } else {
-                struct xftp_addr to = s->peer;
-                xftp_addr_set_port(&to, s->verbs_port);
-                rc = xftp_verbs_connect(&to, conns, n, &opts, &err);
+                rc = xftp_verbs_connect(&s->verbs_to, conns, n, &opts, &err);
         }
         if (rc < 0)
                 session_reply(s, "425 Cannot open the verbs data channel: %s.", err.text);

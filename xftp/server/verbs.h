@@ -20,9 +20,10 @@ void xfer_feat_verbs(struct session *s);
 
 /* RPSV: a verbs listener for the next upload, its port in a 229 reply. */
 void xfer_cmd_rpsv(struct session *s);
-/* RPRT port: the next download goes over verbs links to the client's host at port.
- * Both start making the session's buffers for the streams of the next transfer. */
-void xfer_cmd_rprt(struct session *s, uint64_t port);
+/* RPRT port, or RPRT |af|host|port| as EPRT names an address: the next download goes over
+ * verbs links to port on the client's host, or (server to server, --fxp) on host. Both
+ * start making the session's buffers for the streams of the next transfer. */
+void xfer_cmd_rprt(struct session *s, const char *arg);
 
 /* The bytes of registered memory n streams take beyond the session's buffers (their
  * control frames, and pools for streams it has none for). */
