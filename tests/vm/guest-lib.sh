@@ -10,6 +10,8 @@
 #   ds_vm_modprobe MODULE [ARGS]   modprobe from the guest kernel's module tree
 #   ds_vm_bench_rxe USAGE          a bench's guest half on soft-RoCE: rxe0 up, jq there,
 #                                  $logs and an empty $results under $DS_VM_WORK
+#   ds_vm_store_roots DISK...      make DISK/s for xftpd's user nobody on each; print
+#                                  their paths comma-separated (a striped --root)
 #   ds_vm_die MESSAGE              print "FAIL: MESSAGE" and exit 1
 #
 # Functions print one line on stderr and return non-zero when they fail.
@@ -113,6 +115,15 @@ ds_vm_wait_rdma_cm() {
 		fi
 		sleep 0.1
 	done
+}
+
+ds_vm_store_roots() {
+	local d roots=""
+	for d in "$@"; do
+		mkdir -p "$d/s" && chown nobody "$d/s" || return 1
+		roots=${roots:+$roots,}$d/s
+	done
+	echo "$roots"
 }
 
 # ds_vm_bench_rxe USAGE: what the guest half of a bench on soft-RoCE starts with: run

@@ -16,12 +16,7 @@ IFS=, read -ra disks <<<"${DS_VM_DISKS:-}"
 [ "${#disks[@]}" -eq 4 ] || ds_vm_die "needs four disks (boot.sh --disks 4), got '${DS_VM_DISKS:-}'"
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 
-store=""
-for d in "${disks[@]}"; do
-	mkdir -p "$d/s"
-	chown nobody "$d/s"
-	store=${store:+$store,}$d/s
-done
+store=$(ds_vm_store_roots "${disks[@]}") || ds_vm_die "the striped store's roots"
 printf 'pw\n' | "$bin/xftpd" --add-user "$TMPDIR/users" t >/dev/null
 timeout 280 "$bin/xftpd" -p 2121 --listen 127.0.0.1 --root "$store" --users "$TMPDIR/users" \
 	--run-as nobody 2>"$TMPDIR/xftpd.log" &

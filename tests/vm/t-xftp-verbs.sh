@@ -214,12 +214,7 @@ echo "ok: a tree of $(find tree -type f | wc -l) files put and got over verbs, f
 # it carries a plain file's.
 IFS=, read -ra disks <<<"${DS_VM_DISKS:-}"
 if [ "${#disks[@]}" -ge 2 ]; then
-	store=""
-	for d in "${disks[@]}"; do
-		mkdir -p "$d/s"
-		chown nobody "$d/s"
-		store=${store:+$store,}$d/s
-	done
+	store=$(ds_vm_store_roots "${disks[@]}") || ds_vm_die "the striped store's roots"
 	timeout 300 "$bin/xftpd" -p 2123 --listen "$ip" --root "$store" --users users \
 		--run-as nobody 2>striped.log &
 	striped_pid=$!
