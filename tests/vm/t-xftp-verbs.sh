@@ -142,7 +142,7 @@ timeout 120 "$bin/xftp" -x verbs -q put stop.bin "$url/frozen" 2>stop.err &
 put_pid=$!
 session=
 for _ in $(seq 100); do
-	session=$(pgrep -P "$server")
+	session=$(pgrep -P "$server" || true)
 	[ -n "$session" ] && [ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
 	sleep 0.1
 done
