@@ -84,7 +84,7 @@ xfer() {
 	sync
 	t1=$(date +%s.%N) c1=$(cpu)
 	local own
-	own=$(sed -n 's/.*"seconds":\([0-9.e+-]*\).*/\1/p' "$logs/$name.$run")
+	own=$(jq -rs 'last | .seconds // empty' "$logs/$name.$run")
 	[ -n "$own" ] || ds_vm_die "$name, run $run: no seconds in xftp's --json summary"
 	awk -v n="$name" -v r="$run" -v b=$((mib << 20)) -v a="$t0" -v z="$t1" -v c0="$c0" -v c1="$c1" \
 		-v own="$own" '
