@@ -477,34 +477,43 @@ static int await(struct verbs_link *v, uint64_t deadline, struct ds_error *err)
         return 0;
 }
 
-/* A stop (stop.h) ends the waits a sender's caller cannot bound: a peer that stopped
- * returning credit would otherwise hold it for the whole stall limit. The link fails: a
- * send left half done cannot go on. */
-static int stopped_waiting(struct verbs_link *v, const char *what, struct ds_error *err)
+/* The deadline of a wait for the peer (credit, completions) that a caller cannot bound
+ * itself: the stall limit, or once a stop (stop.h) is asked, DS_STOP_SLICE_MS from when
+ * the wait first saw it, so that a peer that stopped answering does not hold a stopping
+ * process for the whole stall limit while an exchange that still moves (blast's END, the
+ * sink's FINAL) has its slice to finish. *stop_ns is the wait's own, 0 at its start. */
+static uint64_t wait_deadline(uint64_t stall_deadline, uint64_t *stop_ns)
 {
-        return link_fail(
-            v,
-            ds_fail(err, -ECANCELED, "verbs: stopped waiting for %s from %s", what, v->base.peer),
-            err);
+        if (!*stop_ns && ds_stopping())
+                *stop_ns = ds_now_ns() + (uint64_t)DS_STOP_SLICE_MS * 1000000u;
+        return *stop_ns && *stop_ns < stall_deadline ? *stop_ns : stall_deadline;
+}
+
+/* Nothing was posted: the link stays whole, and its caller sees -EINTR as from any
+ * wait a stop ended. */
+static int stopped_waiting(const struct verbs_link *v, const char *what, struct ds_error *err)
+{
+        return ds_fail(err, -EINTR, "verbs: stopped waiting for %s from %s", what, v->base.peer);
 }
 
 static int sq_wait_room(struct verbs_link *v, unsigned need, struct ds_error *err)
 {
-        uint64_t deadline = deadline_of(VB_STALL_MS);
+        uint64_t stall = deadline_of(VB_STALL_MS), stop_ns = 0;
         while (sq_room(v) < need) {
+                uint64_t deadline = wait_deadline(stall, &stop_ns);
                 int rc = progress(v, err);
                 if (rc < 0)
                         return rc;
                 if (rc > 0)
                         continue;
-                if (ds_now_ns() >= deadline)
+                if (stop_ns && ds_now_ns() >= stop_ns)
+                        return stopped_waiting(v, "send completions", err);
+                if (ds_now_ns() >= stall)
                         return link_fail(v,
                                          ds_fail(err, -ETIMEDOUT,
                                                  "verbs: sends to %s do not complete",
                                                  v->base.peer),
                                          err);
-                if (ds_stopping())
-                        return stopped_waiting(v, "its sends to complete", err);
                 if ((rc = await(v, deadline, err)) < 0)
                         return rc;
         }
@@ -515,8 +524,9 @@ static int sq_wait_room(struct verbs_link *v, unsigned need, struct ds_error *er
  * waiting up to the stall limit for credit when there is none. */
 static int send_room(struct verbs_link *v, unsigned n, unsigned *room, struct ds_error *err)
 {
-        uint64_t deadline = deadline_of(VB_STALL_MS);
+        uint64_t stall = deadline_of(VB_STALL_MS), stop_ns = 0;
         for (;;) {
+                uint64_t deadline = wait_deadline(stall, &stop_ns);
                 int rc = progress(v, err);
                 if (rc < 0)
                         return rc;
@@ -534,14 +544,14 @@ static int send_room(struct verbs_link *v, unsigned n, unsigned *room, struct ds
                         return link_fail(
                             v, ds_fail(err, -EPIPE, "verbs: %s closed the link", v->base.peer),
                             err);
-                if (ds_now_ns() >= deadline)
+                if (stop_ns && ds_now_ns() >= stop_ns)
+                        return stopped_waiting(v, "credit", err);
+                if (ds_now_ns() >= stall)
                         return link_fail(v,
                                          ds_fail(err, -ETIMEDOUT,
                                                  "verbs: %s returned no credit for %d ms",
                                                  v->base.peer, VB_STALL_MS),
                                          err);
-                if (ds_stopping())
-                        return stopped_waiting(v, "credit", err);
                 if ((rc = await(v, deadline, err)) < 0)
                         return rc;
         }
