@@ -342,8 +342,6 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
              unsigned verbs_streams, struct ds_error *err)
 {
         memset(ftp, 0, sizeof(*ftp));
-        if (verbs_streams) /* while the server logs us in */
-                xftp_verbs_buffers_warm(&ftp->verbs_buffers, verbs_streams);
         snprintf(ftp->host, sizeof(ftp->host), "%s", host);
         ftp->port = port;
         ftp->timeout_ms = timeout_ms;
@@ -356,6 +354,8 @@ int ftp_open(struct ftp *ftp, const char *host, uint16_t port, const char *user,
                 return fd;
         }
         xftp_conn_plain(&ftp->ctl, fd);
+        if (verbs_streams) /* while the server logs us in; failed: joins it */
+                xftp_verbs_buffers_warm(&ftp->verbs_buffers, verbs_streams);
         /* A command goes out at once, not after the ACK of the one before (Nagle). */
         int on = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
@@ -406,6 +406,7 @@ void ftp_close(struct ftp *ftp)
         struct ds_error ignored;
         int timeout_ms = ftp->timeout_ms;
 
+        xftp_verbs_buffers_free(&ftp->verbs_buffers);
         if (ftp->ctl.fd < 0)
                 return;
         ftp_drop_kept(ftp);
@@ -415,7 +416,6 @@ void ftp_close(struct ftp *ftp)
         xftp_conn_close(&ftp->ctl);
         xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
-        xftp_verbs_buffers_free(&ftp->verbs_buffers);
 }
 
 /* A command that must get a 2xx reply. */

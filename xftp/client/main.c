@@ -251,11 +251,13 @@ static void url_arg(const char *text, struct url *url)
 }
 
 /* The streams whose verbs buffers a login makes ahead: -P's, for a get or put over -x
- * verbs. */
+ * verbs that is no tree (a tree's files go over connections of their own, each making
+ * buffers for what its files need). */
 static unsigned verbs_streams(const struct cli *cli)
 {
         bool moves = strcmp(cli->op, "get") == 0 || strcmp(cli->op, "put") == 0;
-        return cli->job.verbs && moves ? (cli->job.streams ? cli->job.streams : 1) : 0;
+        bool warm = cli->job.verbs && moves && !cli->job.recursive;
+        return warm ? (cli->job.streams ? cli->job.streams : 1) : 0;
 }
 
 static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct ds_error *err)
@@ -413,8 +415,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                                   .user = a.user,
                                   .pass = a.pass,
                                   .timeout_ms = cli->job.timeout_ms,
-                                  .tls = &cli->tls,
-                                  .verbs_streams = verbs_streams(cli)};
+                                  .tls = &cli->tls};
         if (strcmp(op, "get") == 0) {
                 if (npaths == 1 && !cli->job.recursive &&
                     ftp_size(&ftp, "SIZE", paths[0], &t->expected, err) == 0)

@@ -548,7 +548,7 @@ static void *worker_main(void *arg)
         struct ds_error err;
         struct ftp *ftp = malloc(sizeof(*ftp));
         int rc = ftp ? ftp_open(ftp, l->host, l->port, l->user, l->pass, l->timeout_ms,
-                                r->job->o->stop, l->tls, l->verbs_streams, &err)
+                                r->job->o->stop, l->tls, 0, &err)
                      : ds_fail(&err, -ENOMEM, "a control connection");
         if (rc < 0) {
                 pthread_mutex_lock(&r->lock);

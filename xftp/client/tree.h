@@ -18,7 +18,6 @@ struct tree_login {
         const char *user, *pass;
         int timeout_ms;
         const struct ftp_tls_opts *tls;
-        unsigned verbs_streams; /* -x verbs: ftp_open's */
 };
 
 /* Downloads sources (paths on ftp's server) to dest (NULL: here). One source that names
