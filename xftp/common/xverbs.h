@@ -41,11 +41,13 @@ struct xftp_conn;
 #define XFTP_VERBS_WINDOW 8u /* messages in flight per stream: receive slots, send buffers */
 
 /* A session's buffers for the channel: per stream one pool of XFTP_VERBS_WINDOW buffers
- * of XFTP_VERBS_MSG, the send buffers when it sends, the receive slots when it receives.
- * Made once and lent to every transfer: mapping and touching a stream's 33 MiB took 70 ms
- * in the test VM, while the peer waited, where registering them takes under 1 ms. A
- * client makes them (and loads the verbs libraries) in a thread while it logs in. Zero
- * is empty; one thread at a time. */
+ * of XFTP_VERBS_MSG, the send buffers when it sends, the receive slots when it receives,
+ * lent to the links of its transfers. They are made ahead, while the peer does something
+ * else: mapping and touching a stream's 33 MiB took 70 ms in the test VM, with the peer
+ * waiting, where registering them takes under 1 ms. xftp makes them (and loads the verbs
+ * libraries) in a thread while it logs in and keeps them for the connection's transfers;
+ * xftpd in a thread after RPSV or RPRT, for that transfer. Zero is empty. The warming
+ * thread owns the struct until reserve or free joins it: nobody reads it meanwhile. */
 struct xftp_verbs_buffers {
         struct ds_pool *pool[XFTP_MODEE_MAX_STREAMS];
         unsigned count;  /* pools made, for streams 0..count-1 */
@@ -69,7 +71,7 @@ struct xftp_verbs_opts {
         int timeout_ms;    /* each set-up step, the hello, and a sender's wait at close */
         atomic_bool *stop; /* may be NULL; when set, a set-up wait ends with -EINTR */
         /* may be NULL: each stream then makes its own; else stream i borrows pool[i]
-         * where there is one (reserve first) */
+         * where there is one (reserve, or free, joined any warming) */
         const struct xftp_verbs_buffers *buffers;
 };
 

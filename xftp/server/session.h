@@ -106,8 +106,8 @@ struct session {
         struct xftp_verbs_listener *verbs_listener;
         struct xftp_addr verbs_to;
         int verbs_offer; /* 0: not looked up yet, 1: offered, -1: not */
-        /* Its buffers, made at the first RPSV or RPRT and kept, and the bytes taken from
-         * the memory budget for them. */
+        /* Its buffers for the next transfer, made after RPSV or RPRT and freed with the
+         * set-up, and the bytes taken from the memory budget for them. */
         struct xftp_verbs_buffers verbs_buffers;
         uint64_t verbs_held;
         bool epsv_all;

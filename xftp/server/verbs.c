@@ -57,9 +57,10 @@ static bool may_set_up(struct session *s)
         return true;
 }
 
-/* The buffers the next transfer's streams will borrow, made while the client sends its
- * transfer command and opens its links (xverbs.h), once the budget has taken them. A
- * budget that cannot leaves the transfer to take its own. */
+/* The buffers the next transfer's streams will borrow, made in a thread while the client
+ * sends its transfer command and opens its links (xverbs.h), once the budget has taken
+ * them; given back with the set-up (xfer_forget_verbs), when the transfer ends. A budget
+ * that cannot leaves the transfer to take its own. */
 static void warm_buffers(struct session *s)
 {
         unsigned n = s->mode == 'E' ? s->streams : 1;
@@ -145,8 +146,8 @@ void xfer_free_verbs_buffers(struct session *s)
 }
 
 /* Counted from the bytes held, not the pools made, so that the reply need not wait for
- * the warming thread: a pool it failed to make is held bytes that the stream's own
- * replaces. */
+ * the warming thread (xfer_open_verbs joins it before any link borrows a pool): a pool
+ * it failed to make is held bytes that the stream's own replaces. */
 uint64_t xfer_verbs_need(const struct session *s, unsigned n)
 {
         uint64_t pool = xftp_verbs_buffers_stream_bytes(), held = s->verbs_held / pool;
@@ -157,6 +158,7 @@ uint64_t xfer_verbs_need(const struct session *s, unsigned n)
 
 void xfer_forget_verbs(struct session *s)
 {
+        xfer_free_verbs_buffers(s);
         xftp_verbs_unlisten(s->verbs_listener);
         s->verbs_listener = NULL;
         s->verbs_to.len = 0;
@@ -182,8 +184,10 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
                 return -ENOTCONN;
         }
         xfer_drop_kept(s);
-        /* The 150 first: the client opens or accepts its links once it has read it. */
+        /* The 150 first: the client opens or accepts its links once it has read it, and
+         * its rdma_cm handshake hides the rest of the buffers' making. */
         session_reply(s, "150 Opening %u verbs data channel%s.", n, n > 1 ? "s" : "");
+        xftp_verbs_buffers_reserve(&s->verbs_buffers, 0, &err); /* joins the warming */
         if (upload) {
                 rc = xftp_verbs_accept(s->verbs_listener, xfer_third_host_ok(s) ? NULL : &s->peer,
                                        conns, n, &opts, &err);

@@ -28,12 +28,13 @@ void xfer_cmd_rprt(struct session *s, const char *arg);
 /* The bytes of registered memory n streams take beyond the session's buffers (their
  * control frames, and pools for streams it has none for). */
 uint64_t xfer_verbs_need(const struct session *s, unsigned n);
-/* Frees the session's buffers and gives their bytes back to the budget. */
+/* Frees the session's buffers and gives their bytes back to the budget (also done by
+ * xfer_forget_verbs). */
 void xfer_free_verbs_buffers(struct session *s);
 
 /* Whether RPSV or RPRT set up the next transfer. */
 bool xfer_verbs_asked(const struct session *s);
-/* Forgets what RPSV or RPRT set up (closing RPSV's listener). */
+/* Forgets what RPSV or RPRT set up (closing RPSV's listener, freeing the buffers). */
 void xfer_forget_verbs(struct session *s);
 
 /* Replies 150, then opens the n links of the next transfer: accepts them (an upload,
