@@ -148,6 +148,16 @@ pass "--json says $(jq -c '{tls_version, tls_cipher, ktls}' get.json)"
 same up.bin "$work/root/xftp-up.bin" "xftp --tls -P 4 put"
 "$xftp" --tls -q --cacert ca.pem put up.bin "$url/xftp-up1.bin" >/dev/null || fail "xftp put"
 same up.bin "$work/root/xftp-up1.bin" "xftp --tls put in MODE S"
+# A file cut short while it is sent (paced to 1 MB/s, cut at 1 MiB after 2 s): the bytes
+# past its new end are not sent as zeros, xftp fails with one line and no SIGBUS, and the
+# server keeps nothing under the name.
+head -c $((16 * 1048576)) /dev/urandom >shrink.bin
+(sleep 2 && truncate -s 1M shrink.bin) &
+cutter=$!
+expect_error "a file that shrinks while sent over TLS fails the put" "sending the file at byte" \
+	"$xftp" --tls --cacert ca.pem -R 8M put shrink.bin "$url/shrunk.bin"
+wait "$cutter"
+[ ! -e "$work/root/shrunk.bin" ] || fail "the server kept the shrunk upload as shrunk.bin"
 "$xftp" --tls --cacert ca.pem ls "$url/" >ls.out || fail "xftp ls"
 grep -q 'xftp-up.bin$' ls.out || fail "xftp ls: $(cat ls.out)"
 pass "xftp --tls ls"

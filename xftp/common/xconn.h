@@ -28,8 +28,8 @@ struct xftp_conn_ops {
         ssize_t (*recv)(struct xftp_conn *c, void *buf, size_t len, int flags);
         /* May be NULL: sends up to len bytes of file_fd from *offset, advancing it:
          * without copying them through user space where the kernel carries the bytes
-         * (tcp, kernel TLS), else through one small buffer (TLS in user space). Returns
-         * as sendv. */
+         * (tcp, kernel TLS), else from the file mapped into memory (TLS in user space).
+         * Returns as sendv. */
         ssize_t (*sendfile)(struct xftp_conn *c, int file_fd, off_t *offset, size_t len);
         /* May be NULL: bytes already received and held in user space (TLS records), which
          * a poll() on the socket would not announce. */

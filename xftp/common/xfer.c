@@ -888,7 +888,10 @@ static int send_by_sendfile(struct pipeline *pl, struct xftp_xfer_result *result
                 if (sent == 0)
                         break; /* the end of the file */
                 if (sent < 0) {
-                        int rc = retry_or_fail(pl, sent, "sendfile", err);
+                        char what[64];
+                        snprintf(what, sizeof(what), "sending the file at byte %llu",
+                                 (unsigned long long)at);
+                        int rc = retry_or_fail(pl, sent, what, err);
                         if (rc < 0)
                                 return rc;
                         continue;

@@ -3,6 +3,7 @@
  * SO_RCVTIMEO would, so the pipeline's stop and idle checks keep their rhythm. */
 #include "xtls.h"
 
+#include "filemap.h"
 #include "xconn.h"
 
 #include <dragstrip/clock.h>
@@ -39,9 +40,9 @@ struct tls_conn {
          * writes replies: one SSL object is not for two threads at once. Held only for
          * the (non-blocking) OpenSSL call, never across a wait. */
         pthread_mutex_t lock;
-        bool broken;   /* a fatal error: no close_notify may follow */
-        char why[160]; /* OpenSSL's reason for the last fatal error */
-        char *chunk;   /* tls_user_sendfile's buffer, made at its first call */
+        bool broken;                /* a fatal error: no close_notify may follow */
+        char why[160];              /* OpenSSL's reason for the last fatal error */
+        struct xftp_filemap window; /* tls_user_sendfile's view of the file */
 };
 
 /* OpenSSL's oldest queued reason, for a message. */
@@ -317,25 +318,35 @@ static void tls_drain(struct xftp_conn *c)
         }
 }
 
-/* TLS in user space: a file's bytes are read into one small buffer and encrypted from it
- * by the same thread, while they are still in its cache. Through the pipeline's 4 MiB
- * buffers, read by one thread and encrypted by another, each byte crossed memory twice
- * more: the sender of 1 GiB spent more time copying than encrypting. Returns as sendv. */
-#define TLS_FILE_CHUNK (256u << 10)
-
+/* TLS in user space: a file's bytes are encrypted straight from the page cache, through a
+ * window of the file mapped by this connection. A pread() into a buffer first, even one
+ * small enough to stay in the cache, was a fourth of the sender's time: a TLS get of
+ * 1 GiB cost the server as much copying the file as encrypting it. A file that shrinks
+ * while it is sent fails the send, and the connection is reset rather than ended: the
+ * receiver must not take zeros for the file's end. Returns as sendv. */
 static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         struct tls_conn *t = c->impl;
+        struct xftp_filemap *window = &t->window;
+        uint64_t at = (uint64_t)*offset;
 
-        if (!t->chunk && !(t->chunk = malloc(TLS_FILE_CHUNK)))
-                return -ENOMEM;
-        ssize_t got =
-            pread(file_fd, t->chunk, len < TLS_FILE_CHUNK ? len : TLS_FILE_CHUNK, *offset);
-        if (got <= 0)
-                return got < 0 ? -errno : 0;
-        /* A send that must be retried is retried with these bytes read again from the
-         * same offset, as OpenSSL wants a write it could not finish. */
-        ssize_t sent = xftp_conn_send(c, t->chunk, (size_t)got, 0);
+        if (!window->data || at < window->offset || at >= window->offset + window->len) {
+                int rc = xftp_filemap_at(window, file_fd, at);
+                if (rc <= 0)
+                        return rc;
+        }
+        size_t room = (size_t)(window->offset + window->len - at);
+        /* A send that must be retried is retried with the same bytes, from the same
+         * window, as OpenSSL wants a write it could not finish. */
+        xftp_filemap_guard(window);
+        ssize_t sent =
+            xftp_conn_send(c, window->data + (at - window->offset), len < room ? len : room, 0);
+        if (xftp_filemap_unguard(window)) {
+                struct linger reset = {.l_onoff = 1, .l_linger = 0};
+                t->broken = true; /* no close_notify: that would end the stream as whole */
+                setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+                return -EIO;
+        }
         if (sent > 0)
                 *offset += sent;
         return sent;
@@ -343,7 +354,7 @@ static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset
 
 static void tls_conn_free(struct tls_conn *t)
 {
-        free(t->chunk);
+        xftp_filemap_release(&t->window);
         SSL_free(t->ssl);
         pthread_mutex_destroy(&t->lock);
         free(t);

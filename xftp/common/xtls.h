@@ -7,7 +7,8 @@
  *
  * Where the kernel has TLS (the tls module) OpenSSL hands it the keys: the connection is
  * then `kernel`, sendfile() serves again, and nothing is copied in user space; otherwise
- * the records are made in user space, from the same buffers. */
+ * the records are made in user space, a file's straight from its pages in the page
+ * cache. */
 #ifndef XFTP_XTLS_H
 #define XFTP_XTLS_H
 

@@ -200,8 +200,8 @@ static int run_job(struct session *s, struct job *job)
         bool verbs = xfer_verbs_asked(s);
 
         job->opts.block = s->config->block;
-        /* A MODE S send takes no buffers: sendfile, or under TLS in user space one chunk
-         * of the connection's own (xtls.c), as fixed as its socket buffers. */
+        /* A MODE S send takes no buffers: sendfile, or under TLS in user space a window
+         * of the file mapped (xtls.c): page cache, not memory of the session's own. */
         lend_if_fits(s, job, mode, n);
         uint64_t need =
             xftp_xfer_buffer_bytes(xftp_store_xfile(job->file), mode, n, &job->opts, !job->upload);
