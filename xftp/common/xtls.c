@@ -43,6 +43,11 @@ struct tls_conn {
         bool broken;                /* a fatal error: no close_notify may follow */
         char why[160];              /* OpenSSL's reason for the last fatal error */
         struct xftp_filemap window; /* tls_user_sendfile's view of the file */
+        /* tls_user_sendfile's records, gathered for one write() (made at its first call);
+         * their plaintext counts as sent only once all of them are on the socket. */
+        BIO *gather;
+        char *gathered;
+        size_t gathered_len, gathered_sent, owed;
 };
 
 /* OpenSSL's oldest queued reason, for a message. */
@@ -318,43 +323,159 @@ static void tls_drain(struct xftp_conn *c)
         }
 }
 
+/* Plaintext a gathered write() carries: 16 records. Written one record at a time, as
+ * OpenSSL writes them to a socket, a TLS get of 1 GiB cost the server 65 536 write()s,
+ * each a pass through TCP and a wake-up of the receiver. */
+#define GATHER_BYTES (256u << 10)
+#define GATHER_ROOM  (GATHER_BYTES + 4096u) /* and the records' headers and tags */
+
+/* The gathering BIO: OpenSSL's records appended to the connection's buffer, which never
+ * refuses what one SSL_write of GATHER_BYTES makes. */
+static int gather_write(BIO *bio, const char *in, int len)
+{
+        struct tls_conn *t = BIO_get_data(bio);
+
+        BIO_clear_retry_flags(bio);
+        if (len < 0 || (size_t)len > GATHER_ROOM - t->gathered_len)
+                return -1;
+        memcpy(t->gathered + t->gathered_len, in, (size_t)len);
+        t->gathered_len += (size_t)len;
+        return len;
+}
+
+static long gather_ctrl(BIO *bio, int cmd, long num, void *ptr)
+{
+        (void)bio;
+        (void)num;
+        (void)ptr;
+        return cmd == BIO_CTRL_FLUSH; /* the flush is flush_gathered's */
+}
+
+static BIO_METHOD *gather_method;
+static pthread_once_t gather_once = PTHREAD_ONCE_INIT;
+
+static void make_gather_method(void)
+{
+        gather_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "xftp gather");
+        if (gather_method && (!BIO_meth_set_write(gather_method, gather_write) ||
+                              !BIO_meth_set_ctrl(gather_method, gather_ctrl))) {
+                BIO_meth_free(gather_method);
+                gather_method = NULL;
+        }
+}
+
+static int gather_start(struct tls_conn *t)
+{
+        if (t->gather)
+                return 0;
+        pthread_once(&gather_once, make_gather_method);
+        if (!gather_method || !(t->gathered = malloc(GATHER_ROOM)) ||
+            !(t->gather = BIO_new(gather_method)))
+                return -ENOMEM;
+        BIO_set_data(t->gather, t);
+        BIO_set_init(t->gather, 1);
+        return 0;
+}
+
+/* Encrypts len bytes of data into the gathered records: the socket's BIO is set aside
+ * for the one SSL_write, so that OpenSSL's records pile up instead of each going by a
+ * write() of its own. Returns 0 or a negative errno. */
+static int gather_records(struct tls_conn *t, const char *data, size_t len)
+{
+        size_t written = 0;
+        short want = 0;
+        int rc = 0;
+
+        pthread_mutex_lock(&t->lock);
+        BIO *sock = SSL_get_wbio(t->ssl);
+        BIO_up_ref(sock);
+        BIO_up_ref(t->gather);
+        SSL_set0_wbio(t->ssl, t->gather);
+        if (!SSL_write_ex(t->ssl, data, len, &written))
+                rc = (int)ssl_outcome(t, 0, &want);
+        if (rc == 0 && written != len)
+                rc = -EPROTO;
+        SSL_set0_wbio(t->ssl, sock);
+        pthread_mutex_unlock(&t->lock);
+        /* The gathering BIO never asks to wait, and a write has no peer's close to see. */
+        return rc == -EAGAIN ? -EPROTO : rc;
+}
+
+/* Writes what is gathered to the socket, waiting at most one slice: 0 when all of it
+ * is written, -EAGAIN when some is left for the next call, or a negative errno. */
+static int flush_gathered(struct xftp_conn *c, struct tls_conn *t)
+{
+        uint64_t start_ns = ds_now_ns();
+
+        while (t->gathered_sent < t->gathered_len) {
+                ssize_t n = send(c->fd, t->gathered + t->gathered_sent,
+                                 t->gathered_len - t->gathered_sent, MSG_NOSIGNAL);
+                if (n > 0) {
+                        t->gathered_sent += (size_t)n;
+                        continue;
+                }
+                if (errno == EINTR || (errno == EAGAIN && wait_slice(c->fd, POLLOUT, start_ns)))
+                        continue;
+                if (errno == EAGAIN)
+                        return -EAGAIN;
+                t->broken = true;
+                return -errno;
+        }
+        t->gathered_len = t->gathered_sent = 0;
+        return 0;
+}
+
 /* TLS in user space: a file's bytes are encrypted straight from the page cache, through a
- * window of the file mapped by this connection. A pread() into a buffer first, even one
- * small enough to stay in the cache, was a fourth of the sender's time: a TLS get of
- * 1 GiB cost the server as much copying the file as encrypting it. A file that shrinks
- * while it is sent fails the send, and the connection is reset rather than ended: the
- * receiver must not take zeros for the file's end. Returns as sendv. */
+ * window of the file mapped by this connection, 16 records at a time, which go by one
+ * write(). A pread() into a buffer first, even one small enough to stay in the cache,
+ * was a fourth of the sender's time: a TLS get of 1 GiB cost the server as much copying
+ * the file as encrypting it. Bytes count as sent once their records are all written: a
+ * write that must wait returns -EAGAIN, and the retry, from the same offset, finishes it.
+ * A file that shrinks while it is sent fails the send, and the connection is reset
+ * rather than ended: the receiver must not take zeros for the file's end. Returns as
+ * sendv. */
 static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         struct tls_conn *t = c->impl;
         struct xftp_filemap *window = &t->window;
         uint64_t at = (uint64_t)*offset;
+        int rc = gather_start(t);
 
-        if (!window->data || at < window->offset || at >= window->offset + window->len) {
-                int rc = xftp_filemap_at(window, file_fd, at);
-                if (rc <= 0)
+        if (rc == 0 && t->owed == 0 &&
+            (!window->data || at < window->offset || at >= window->offset + window->len))
+                rc = xftp_filemap_at(window, file_fd, at);
+        if (rc < 0 || (t->owed == 0 && !window->data))
+                return rc; /* 0: the end of the file */
+        if (t->owed == 0) {
+                size_t room = (size_t)(window->offset + window->len - at);
+                size_t take = len < room ? len : room;
+                take = take < GATHER_BYTES ? take : GATHER_BYTES;
+                xftp_filemap_guard(window);
+                rc = gather_records(t, window->data + (at - window->offset), take);
+                if (xftp_filemap_unguard(window)) {
+                        struct linger reset = {.l_onoff = 1, .l_linger = 0};
+                        t->broken = true; /* no close_notify: that would end the stream as whole */
+                        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+                        return -EIO;
+                }
+                if (rc < 0)
                         return rc;
+                t->owed = take;
         }
-        size_t room = (size_t)(window->offset + window->len - at);
-        /* A send that must be retried is retried with the same bytes, from the same
-         * window, as OpenSSL wants a write it could not finish. */
-        xftp_filemap_guard(window);
-        ssize_t sent =
-            xftp_conn_send(c, window->data + (at - window->offset), len < room ? len : room, 0);
-        if (xftp_filemap_unguard(window)) {
-                struct linger reset = {.l_onoff = 1, .l_linger = 0};
-                t->broken = true; /* no close_notify: that would end the stream as whole */
-                setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-                return -EIO;
-        }
-        if (sent > 0)
-                *offset += sent;
+        rc = flush_gathered(c, t);
+        if (rc < 0)
+                return rc;
+        ssize_t sent = (ssize_t)t->owed;
+        t->owed = 0;
+        *offset += sent;
         return sent;
 }
 
 static void tls_conn_free(struct tls_conn *t)
 {
         xftp_filemap_release(&t->window);
+        BIO_free(t->gather);
+        free(t->gathered);
         SSL_free(t->ssl);
         pthread_mutex_destroy(&t->lock);
         free(t);
@@ -364,6 +485,8 @@ static int tls_close(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
+        if (t->gathered_sent < t->gathered_len)
+                t->broken = true; /* a close_notify after records never sent would lie */
         tls_shutdown(c, t);
         if (!t->broken)
                 tls_drain(c);
