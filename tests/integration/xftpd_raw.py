@@ -1,6 +1,26 @@
 """A raw FTP control connection for the xftpd_ tests: send any bytes, read replies."""
 import socket
+import subprocess
 import time
+
+
+def traced(server, login, strace_args):
+    """The session that login() opens (it returns a logged-in Ctl) on the server whose
+    listener's pid is server, followed by strace with strace_args: (the Ctl, the tracer)."""
+    def sessions():
+        out = subprocess.run(['pgrep', '-P', str(server)], capture_output=True, text=True).stdout
+        return set(out.split())
+    before = sessions()
+    c = login()
+    mine = sessions() - before
+    assert len(mine) == 1, 'cannot tell the session from %s' % mine
+    pid = mine.pop()
+    tracer = subprocess.Popen(['strace'] + strace_args + ['-p', pid])
+    for _ in range(100):
+        if 'TracerPid:\t0\n' not in open('/proc/%s/status' % pid).read():
+            break
+        time.sleep(0.05)
+    return c, tracer
 
 
 class Ctl:

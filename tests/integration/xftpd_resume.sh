@@ -216,9 +216,9 @@ pass "a FIFO, a directory or a second link at a partial's name: PSIZ and STOR an
 # upload writes its resume point inside that gap; it is then resumed to identical bytes.
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 python3 - "$port" "$raw" "$user" "$pass" "$xftpd_pid" "$work/root" "$(part_name del.bin "$user")" <<'PY' ||
-import os, subprocess, sys, threading, time
+import os, sys, threading, time
 sys.path.insert(0, sys.argv[2])
-from xftpd_raw import Ctl
+from xftpd_raw import Ctl, traced
 port, server, root, partial = int(sys.argv[1]), sys.argv[5], sys.argv[6], sys.argv[7]
 
 def login():
@@ -228,21 +228,8 @@ def login():
 
 def traced_login():
     """A session whose every unlinkat strace holds 1.5 s: (its Ctl, the tracer)."""
-    def sessions():
-        out = subprocess.run(['pgrep', '-P', server], capture_output=True, text=True).stdout
-        return set(out.split())
-    before = sessions()
-    c = login()
-    mine = sessions() - before
-    assert len(mine) == 1, 'cannot tell the session from %s' % mine
-    pid = mine.pop()
-    tracer = subprocess.Popen(['strace', '-f', '-qq', '-o', '/dev/null', '-p', pid, '-e',
-                               'trace=unlinkat', '-e', 'inject=unlinkat:delay_enter=1500000'])
-    for _ in range(100):
-        if 'TracerPid:\t0\n' not in open('/proc/%s/status' % pid).read():
-            break
-        time.sleep(0.05)
-    return c, tracer
+    return traced(server, login, ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=unlinkat', '-e',
+                                  'inject=unlinkat:delay_enter=1500000'])
 
 def in_background(fn):
     replies = []

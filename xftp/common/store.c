@@ -3,6 +3,7 @@
 #include "store.h"
 #include "store_int.h"
 
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -197,9 +199,34 @@ int xftp_store_commit(struct xftp_store_file *file)
         return file->store->ops->commit(file);
 }
 
-int xftp_store_commit_sync(struct xftp_store_file *file)
+int xftp_store_pay(struct xftp_store_owed *owed)
 {
-        return file->store->ops->commit_sync ? file->store->ops->commit_sync(file) : 0;
+        if (owed->dir_fd < 0)
+                return 0;
+        int rc = fsync(owed->dir_fd) < 0 ? -errno : 0;
+        close(owed->dir_fd);
+        *owed = XFTP_STORE_OWED_NONE;
+        return rc;
+}
+
+int xftp_store_owe(struct xftp_store_file *file, struct xftp_store_owed *owed)
+{
+        struct stat sb;
+        int dir_fd = file->store->ops->commit_dir ? file->store->ops->commit_dir(file) : -1;
+
+        if (dir_fd < 0)
+                return 0;
+        if (fstat(dir_fd, &sb) < 0) /* a directory it cannot tell apart: paid at once */
+                return xftp_store_pay(&(struct xftp_store_owed){.dir_fd = dir_fd});
+        if (owed->dir_fd >= 0 && owed->dev == (uint64_t)sb.st_dev &&
+            owed->ino == (uint64_t)sb.st_ino) {
+                close(dir_fd); /* the one fsync owed covers this rename too */
+                return 0;
+        }
+        int rc = xftp_store_pay(owed);
+        *owed = (struct xftp_store_owed){
+            .dir_fd = dir_fd, .dev = sb.st_dev, .ino = sb.st_ino, .since_ns = ds_now_ns()};
+        return rc;
 }
 
 void xftp_store_file_close(struct xftp_store_file *file, bool keep)

@@ -104,11 +104,23 @@ void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
 int xftp_store_sync(struct xftp_store_file *file);
 /* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
 int xftp_store_commit(struct xftp_store_file *file);
-/* Makes a committed upload's name durable where the store does that apart from the
- * commit (a plain directory: its directory's fsync), so that a server can answer first
- * and let the client's next command cross the wire meanwhile. Returns 0 or a negative
- * errno. */
-int xftp_store_commit_sync(struct xftp_store_file *file);
+
+/* A directory whose sync is owed: uploads were renamed into it (their data synced) and
+ * their names may not be durable yet. One fsync pays for every rename before it, so a
+ * server may answer first and pay once for a run of uploads into one directory. */
+struct xftp_store_owed {
+        int dir_fd; /* -1: nothing owed */
+        uint64_t dev, ino;
+        uint64_t since_ns; /* ds_now_ns() at the first rename owed */
+};
+#define XFTP_STORE_OWED_NONE ((struct xftp_store_owed){.dir_fd = -1})
+
+/* Adds a committed upload's name to owed, where the store makes names durable apart from
+ * the commit (a plain directory; a striped set syncs in its commit). A directory other
+ * than the one owed is paid for first. Returns 0, or that payment's negative errno. */
+int xftp_store_owe(struct xftp_store_file *file, struct xftp_store_owed *owed);
+/* Syncs the directory owed, if any, and empties owed. Returns 0 or a negative errno. */
+int xftp_store_pay(struct xftp_store_owed *owed);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store
  * then keeps it for REST). */
 void xftp_store_file_close(struct xftp_store_file *file, bool keep);

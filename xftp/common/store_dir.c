@@ -627,13 +627,17 @@ static int dir_commit(struct xftp_store_file *base)
         return 0;
 }
 
-/* The rename's durability. Until it is done a crash leaves the whole file under its
- * partial name, as a continuation (PSIZ, REST) finds it; never a part under the name. */
-static int dir_commit_sync(struct xftp_store_file *base)
+/* The rename's durability is the directory's fsync, the caller's to do (store.h's
+ * xftp_store_owe). Until it is done a crash leaves the whole file under its partial name,
+ * as a continuation (PSIZ, REST) finds it; never a part under the name. */
+static int dir_commit_dir(struct xftp_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
+        int dir_fd = file->committed ? file->parent_fd : -1;
 
-        return file->committed && fsync(file->parent_fd) < 0 ? -errno : 0;
+        if (dir_fd >= 0)
+                file->parent_fd = -1; /* the caller's now; a committed file needs it no more */
+        return dir_fd;
 }
 
 static void dir_file_close(struct xftp_store_file *base, bool keep)
@@ -698,7 +702,7 @@ static const struct xftp_store_ops dir_ops = {
     .prefix = dir_prefix,
     .sync = dir_sync,
     .commit = dir_commit,
-    .commit_sync = dir_commit_sync,
+    .commit_dir = dir_commit_dir,
     .file_close = dir_file_close,
     .partial_size = dir_partial_size,
 };

@@ -24,7 +24,9 @@ struct xftp_store_ops {
         void (*prefix)(struct xftp_store_file *file, uint64_t prefix_end); /* may be NULL */
         int (*sync)(struct xftp_store_file *file);                         /* may be NULL */
         int (*commit)(struct xftp_store_file *file);
-        int (*commit_sync)(struct xftp_store_file *file); /* may be NULL */
+        /* The committed upload's directory, for the caller to sync and close; -1 when the
+         * commit made the name durable itself. May be NULL (always -1). */
+        int (*commit_dir)(struct xftp_store_file *file);
         void (*file_close)(struct xftp_store_file *file, bool keep);
         int (*partial_size)(struct xftp_store *store, const char *user, const char *path,
                             uint64_t *size); /* may be NULL */

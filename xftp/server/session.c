@@ -610,8 +610,54 @@ static bool transfer_settings(struct session *s, const struct xftpd_cmd *cmd)
         }
 }
 
+void session_check_paid(struct session *s, int rc)
+{
+        if (rc < 0)
+                xftpd_log(LOG_ERR, "%s %s: syncing the directory of the last uploads: %s", s->user,
+                          s->peer_text, strerror(-rc));
+}
+
+void session_pay_owed(struct session *s)
+{
+        session_check_paid(s, xftp_store_pay(&s->owed));
+}
+
+/* How long a run of uploads may owe its directory's sync: the command read this long after
+ * the first of them pays, whatever it is. */
+#define OWED_MAX_NS 500000000ull
+/* A client silent this long after a reply has its names made durable meanwhile. */
+#define OWED_QUIET_MS 50
+
+/* Whether cmd may leave the directory sync owed: a run of uploads is made of these (lftp:
+ * PASV, STOR, MFMT; xftp: EPSV, ALLO, STOR), and none of them lists, reads, moves or
+ * removes what is stored. STOR into another directory pays in its commit. */
+static bool keeps_owed(const struct session *s, enum xftpd_verb verb)
+{
+        if (ds_now_ns() - s->owed.since_ns >= OWED_MAX_NS)
+                return false;
+        switch (verb) {
+        case V_STOR:
+        case V_APPE:
+        case V_MFMT:
+        case V_PASV:
+        case V_EPSV:
+        case V_PORT:
+        case V_EPRT:
+        case V_TYPE:
+        case V_MODE:
+        case V_REST:
+        case V_ALLO:
+        case V_NOOP:
+                return true;
+        default:
+                return false;
+        }
+}
+
 static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
 {
+        if (s->owed.dir_fd >= 0 && !keeps_owed(s, cmd->verb))
+                session_pay_owed(s);
         if (before_login(s, cmd, end))
                 return;
         if (!s->logged_in) {
@@ -723,6 +769,7 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         s->mode = 'S';
         s->streams = 1;
         s->pasv_fd = -1;
+        s->owed = XFTP_STORE_OWED_NONE;
         s->hash_algo = XFTP_HASH_SHA256;
         if (xftp_addr_local(ctl, &s->local) < 0 || xftp_addr_peer(ctl, &s->peer) < 0)
                 return -ENOTCONN;
@@ -745,6 +792,20 @@ static int session_init(struct session *s, const struct xftpd_config *config, in
         return 0;
 }
 
+/* The next command line (session_read_line), by deadline_ns. While a directory sync is
+ * owed the first wait is short: a client that pauses has it paid meanwhile. */
+static long read_command(struct session *s, uint64_t deadline_ns)
+{
+        if (s->owed.dir_fd >= 0) {
+                uint64_t soon = ds_deadline_in(OWED_QUIET_MS);
+                long len = session_read_line(s, soon < deadline_ns ? soon : deadline_ns);
+                if (len != -ETIMEDOUT || soon >= deadline_ns)
+                        return len;
+                session_pay_owed(s);
+        }
+        return session_read_line(s, deadline_ns);
+}
+
 int xftpd_session_run(const struct xftpd_config *config, int ctl)
 {
         atomic_store(&address_banned, false);
@@ -764,7 +825,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
                 uint64_t deadline = ds_deadline_in(config->idle_ms);
                 if (!s->logged_in && login_deadline < deadline)
                         deadline = login_deadline;
-                long len = session_read_line(s, deadline);
+                long len = read_command(s, deadline);
                 if (len < 0) {
                         if (len == -ETIMEDOUT)
                                 session_reply(s, "421 %s, closing.",
@@ -781,6 +842,7 @@ int xftpd_session_run(const struct xftpd_config *config, int ctl)
                 else
                         dispatch(s, cmd, &end);
         }
+        session_pay_owed(s); /* however the session ends */
         xfer_reset(s);
         xfer_drop_kept(s);
         xfer_free_lent(s);

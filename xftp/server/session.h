@@ -120,6 +120,10 @@ struct session {
         size_t in_used;
         bool discarding; /* skipping the rest of an over-long line */
 
+        /* The directory of the uploads committed last, while its sync is owed: paid before
+         * any reply that could show their names, and when the client falls quiet. */
+        struct xftp_store_owed owed;
+
         atomic_bool xfer_stop; /* ends the transfer in flight: ABOR, hang-up, SIGTERM */
         atomic_bool aborted;   /* ABOR came during the transfer */
         atomic_bool ctl_gone;  /* the client closed the control connection, or stopped reading it */
@@ -147,6 +151,11 @@ void session_reply_errno(struct session *s, int neg_errno, const char *what);
 long session_read_line(struct session *s, uint64_t deadline_ns);
 /* Drops the first len bytes of s->in (the line just handled). */
 void session_consume(struct session *s, size_t len);
+
+/* Makes the names of the uploads committed so far durable: the owed directory sync. */
+void session_pay_owed(struct session *s);
+/* Logs a failed directory sync (rc a negative errno); the 226 has gone already. */
+void session_check_paid(struct session *s, int rc);
 
 /* Data commands (channel.c, transfer.c, list.c, hash.c). */
 void xfer_cmd_pasv(struct session *s, bool extended, const char *arg);

@@ -381,14 +381,10 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                              whole && rc == 0 ? "ok" : "kept partial");
         bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
         if (whole && rc == 0) {
-                /* The data is on disk and under its name; that name reaches the disk while
-                 * the 226 and the client's next command cross the wire, before that command
-                 * is read (a round trip less per file of a tree). */
+                /* The data is on disk and under its name; the name is made durable later,
+                 * one directory sync for a run of uploads (session_pay_owed). */
                 xfer_reply_done(s, "Transfer complete.");
-                int sync_name = xftp_store_commit_sync(job.file);
-                if (sync_name < 0)
-                        xftpd_log(LOG_ERR, "%s %s: syncing the directory of /%s: %s", s->user,
-                                  s->peer_text, path, strerror(-sync_name));
+                session_check_paid(s, xftp_store_owe(job.file, &s->owed));
         } else if (commit_rc < 0 && !full)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&

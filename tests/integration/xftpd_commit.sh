@@ -1,0 +1,113 @@
+# When a committed upload's name is made durable (its directory's fsync): a run of uploads
+# into one directory pays one sync, not one per file; the sync comes before any reply that
+# shows a name (SIZE), before QUIT's 221, when the client falls quiet, and when the client
+# goes without QUIT. strace follows the session's main thread: its renames, fsyncs and
+# replies, in the order it makes them.
+source "$(dirname "$0")/xftpd_lib.sh"
+command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
+make_store
+port=16481
+start_xftpd "$port"
+
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" "$work" <<'PY' ||
+import os, re, sys, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl, traced
+port, user, password, server, work = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+root = os.path.realpath(work + '/root')
+
+def traced_login(trace):
+    """A session whose main thread strace follows: (its Ctl, the tracer)."""
+    def login():
+        c = Ctl(port)
+        c.login(user, password)
+        return c
+    return traced(server, login, ['-qq', '-y', '-s', '40', '-o', trace, '-e',
+                                  'trace=renameat,fsync,sendmsg'])
+
+def events(trace):
+    """The traced calls in order: ('rename', dir), ('sync', dir) for a directory's fsync
+    (not a file's), ('reply', text)."""
+    out = []
+    for line in open(trace):
+        m = re.match(r'renameat\(\d+<([^>]*)>', line)
+        if m:
+            out.append(('rename', m.group(1)))
+        m = re.match(r'fsync\(\d+<([^>]*)>', line)
+        if m and '.xftpd-part.' not in m.group(1):
+            out.append(('sync', m.group(1)))
+        m = re.match(r'sendmsg\(.*iov_base="([^"]*)', line)
+        if m:
+            out.append(('reply', m.group(1)))
+    return out
+
+def between(evs, first, last):
+    """The events after the first one matching first and before the next matching last."""
+    start = next(i for i, e in enumerate(evs) if first(e))
+    end = next(i for i, e in enumerate(evs) if i > start and last(e))
+    return evs[start + 1:end]
+
+def put(c, path, data=b'x' * 70000):
+    assert c.pasv_put('STOR ' + path, data) == 226, path
+
+trace = work + '/trace'
+c, tracer = traced_login(trace)
+for d in ('run', 'quiet', 'quit'):
+    c.expect(257, 'MKD ' + d)
+c.expect(200, 'TYPE I')
+for i in range(10):  # as lftp sends a tree: PASV, STOR, MFMT
+    put(c, 'run/f%d' % i)
+    c.expect(213, 'MFMT 20210304050607 run/f%d' % i)
+assert c.expect(213, 'SIZE run/f9') == '213 70000'
+put(c, 'quiet/a')
+time.sleep(0.5)
+c.expect(200, 'NOOP')
+put(c, 'quit/a')
+c.expect(221, 'QUIT')
+c.closed()
+time.sleep(0.3)
+tracer.terminate()
+tracer.wait()
+evs = events(trace)
+
+run, quiet, quit = root + '/run', root + '/quiet', root + '/quit'
+renames = [e for e in evs if e == ('rename', run)]
+assert len(renames) == 10, evs
+syncs = [e for e in between(evs, lambda e: e == ('rename', run),
+                            lambda e: e[0] == 'reply' and e[1].startswith('213 70000'))
+         if e == ('sync', run)]
+# One expected; a loaded machine may pause the client past the quiet time now and then.
+assert 1 <= len(syncs) <= 4, 'ten uploads into one directory, %d syncs of it' % len(syncs)
+last = max(i for i, e in enumerate(evs) if e == ('rename', run))
+size = next(i for i, e in enumerate(evs) if e[0] == 'reply' and e[1].startswith('213 70000'))
+assert ('sync', run) in evs[last:size], 'SIZE answered before the names were synced: %s' % evs
+print('ok ten uploads, %d sync(s) of their directory, the last before SIZE answers' % len(syncs))
+
+done = next(i for i, e in enumerate(evs) if e == ('rename', quiet))
+noop = next(i for i, e in enumerate(evs) if i > done and e[0] == 'reply' and e[1].startswith('200 NOOP'))
+assert ('sync', quiet) in evs[done:noop], 'a quiet client left its name unsynced: %s' % evs[done:]
+print('ok a client quiet after its upload has the name synced before it speaks again')
+
+done = next(i for i, e in enumerate(evs) if e == ('rename', quit))
+bye = next(i for i, e in enumerate(evs) if e[0] == 'reply' and e[1].startswith('221'))
+assert done < bye and ('sync', quit) in evs[done:bye], 'QUIT answered first: %s' % evs[done:]
+print('ok QUIT answered once the name is synced')
+
+# A client that goes without QUIT at once after its 226.
+trace = work + '/trace2'
+c, tracer = traced_login(trace)
+c.expect(257, 'MKD gone')
+c.expect(200, 'TYPE I')
+put(c, 'gone/a')
+c.sock.close()
+time.sleep(0.5)
+tracer.terminate()
+tracer.wait()
+evs = events(trace)
+done = evs.index(('rename', root + '/gone'))
+assert ('sync', root + '/gone') in evs[done:], 'a vanished client left its name unsynced: %s' % evs
+print('ok a client gone without QUIT has its name synced as the session ends')
+PY
+	fail "the names of committed uploads"
+pass "one directory sync for a run of uploads; names synced before SIZE, QUIT, a pause, a hang-up"
+log_clean
