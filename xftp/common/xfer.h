@@ -61,7 +61,8 @@ struct xftp_xfile {
         const struct xftp_xfile_ops *ops;
         void *impl;
         int fd;
-        int direct_fd; /* plain files: an O_DIRECT twin of fd, or -1 (private to xfile.c) */
+        int direct_fd; /* plain files: an O_DIRECT twin of fd, -1, or not opened yet (private
+                        * to xfile.c) */
 };
 
 enum xftp_xfile_flags {
@@ -73,8 +74,9 @@ enum xftp_xfile_flags {
 
 /* Wraps the plain descriptor fd (the caller keeps owning it: opened with the access it
  * needs, O_RDONLY to send, O_WRONLY or O_RDWR to receive). With XFTP_XFILE_DIRECT it also
- * opens an O_DIRECT descriptor of the same file, silently doing without where refused
- * (tmpfs). Returns 0 or a negative errno with err filled. */
+ * opens an O_DIRECT descriptor of the same file, at the first piece that can go through
+ * it, silently doing without where refused (tmpfs). Returns 0 or a negative errno with err
+ * filled. */
 int xftp_xfile_plain(struct xftp_xfile *file, int fd, unsigned flags, struct ds_error *err);
 /* Closes what xftp_xfile_plain opened (not fd). */
 void xftp_xfile_plain_close(struct xftp_xfile *file);

@@ -25,14 +25,44 @@
  * that commits it to write the file once more. */
 #define DIRECT_WRITE_MIN (1u << 20)
 
+#define DIRECT_NOT_YET (-2) /* direct_fd asked for, not opened yet */
+
 static bool aligned(const void *buf, size_t len, uint64_t offset)
 {
         return ((uintptr_t)buf | len | offset) % DIRECT_ALIGN == 0;
 }
 
+/* The O_DIRECT twin, opened by the first piece that can go through it: a small upload (a
+ * tree's file) never has one, and spares its open and close. The pipeline's threads may
+ * race here; one descriptor wins, the others are closed. Returns it, or fd where the twin
+ * is not asked for or refused (tmpfs). */
+static int direct_or_plain(struct xftp_xfile *file)
+{
+        int twin = __atomic_load_n(&file->direct_fd, __ATOMIC_ACQUIRE);
+
+        if (twin == DIRECT_NOT_YET) {
+                /* A second open of the same inode: O_DIRECT on fd itself would also govern
+                 * the unaligned tail, which O_DIRECT refuses. */
+                char path[32];
+                int access = fcntl(file->fd, F_GETFL);
+                snprintf(path, sizeof(path), "/proc/self/fd/%d", file->fd);
+                int opened =
+                    access < 0 ? -1 : open(path, (access & O_ACCMODE) | O_DIRECT | O_CLOEXEC);
+                int expected = DIRECT_NOT_YET;
+                twin = opened;
+                if (!__atomic_compare_exchange_n(&file->direct_fd, &expected, twin, false,
+                                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                        if (opened >= 0)
+                                close(opened);
+                        twin = expected;
+                }
+        }
+        return twin >= 0 ? twin : file->fd;
+}
+
 static ssize_t plain_read_at(struct xftp_xfile *file, void *buf, size_t len, uint64_t offset)
 {
-        int fd = file->direct_fd >= 0 && aligned(buf, len, offset) ? file->direct_fd : file->fd;
+        int fd = aligned(buf, len, offset) ? direct_or_plain(file) : file->fd;
         size_t done = 0;
 
         while (done < len) {
@@ -44,7 +74,7 @@ static ssize_t plain_read_at(struct xftp_xfile *file, void *buf, size_t len, uin
                 if (n == 0)
                         break;
                 done += (size_t)n;
-                if (fd == file->direct_fd && done % DIRECT_ALIGN != 0)
+                if (done % DIRECT_ALIGN != 0)
                         fd = file->fd; /* a short direct read: the rest is the tail */
         }
         return (ssize_t)done;
@@ -52,9 +82,8 @@ static ssize_t plain_read_at(struct xftp_xfile *file, void *buf, size_t len, uin
 
 static int plain_write_at(struct xftp_xfile *file, const void *buf, size_t len, uint64_t offset)
 {
-        int fd = file->direct_fd >= 0 && len >= DIRECT_WRITE_MIN && aligned(buf, len, offset)
-                     ? file->direct_fd
-                     : file->fd;
+        int fd =
+            len >= DIRECT_WRITE_MIN && aligned(buf, len, offset) ? direct_or_plain(file) : file->fd;
         size_t done = 0;
 
         while (done < len) {
@@ -67,7 +96,7 @@ static int plain_write_at(struct xftp_xfile *file, const void *buf, size_t len, 
                 if (n == 0)
                         return -EIO;
                 done += (size_t)n;
-                if (fd == file->direct_fd && done % DIRECT_ALIGN != 0)
+                if (done % DIRECT_ALIGN != 0)
                         fd = file->fd;
         }
         return 0;
@@ -97,16 +126,10 @@ static const struct xftp_xfile_ops plain_ops = {
 int xftp_xfile_plain(struct xftp_xfile *file, int fd, unsigned flags, struct ds_error *err)
 {
         *file = (struct xftp_xfile){.ops = &plain_ops, .fd = fd, .direct_fd = -1};
-        int access = fcntl(fd, F_GETFL);
-        if (access < 0)
+        if (fcntl(fd, F_GETFL) < 0)
                 return ds_fail(err, -errno, "descriptor %d", fd);
-        if (flags & XFTP_XFILE_DIRECT) {
-                /* A second open of the same inode: O_DIRECT on fd itself would also govern
-                 * the unaligned tail, which O_DIRECT refuses. */
-                char path[32];
-                snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-                file->direct_fd = open(path, (access & O_ACCMODE) | O_DIRECT | O_CLOEXEC);
-        }
+        if (flags & XFTP_XFILE_DIRECT)
+                file->direct_fd = DIRECT_NOT_YET;
         return 0;
 }
 
