@@ -649,8 +649,8 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
         struct stat sb;
         /* A new upload that received nothing has nothing to resume: its empty partial goes
          * (a STOR refused 425, with no data connection, would otherwise leave one). */
-        if (keep && file->upload && file->fresh && file->base.start == 0 && file->fd >= 0 &&
-            fstat(file->fd, &sb) == 0 && sb.st_size == 0)
+        if (keep && file->upload && !file->committed && file->fresh && file->base.start == 0 &&
+            file->fd >= 0 && fstat(file->fd, &sb) == 0 && sb.st_size == 0)
                 keep = false;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
                 dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
