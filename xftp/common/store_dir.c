@@ -628,8 +628,9 @@ static int dir_commit(struct xftp_store_file *base)
 }
 
 /* The rename's durability is the directory's fsync, the caller's to do (store.h's
- * xftp_store_owe). Until it is done a crash leaves the whole file under its partial name,
- * as a continuation (PSIZ, REST) finds it; never a part under the name. */
+ * xftp_store_owe). Until it is done a crash leaves the whole file under its final name or
+ * its partial one (where the fsync of a new file makes its entry durable too, as on ext4
+ * and XFS); never a part under the name. */
 static int dir_commit_dir(struct xftp_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
