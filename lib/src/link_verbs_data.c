@@ -9,7 +9,6 @@
 #include <dragstrip/wire.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 
@@ -439,9 +438,11 @@ static int await_events(struct verbs_link *v, uint64_t deadline, struct ds_error
                                 {.fd = v->cm_channel->fd, .events = POLLIN}};
         uint64_t now = ds_now_ns();
         uint64_t wait_ns = deadline == UINT64_MAX ? 0 : deadline > now ? deadline - now : 0;
-        int ms = deadline == UINT64_MAX          ? -1
-                 : wait_ns / 1000000u >= INT_MAX ? INT_MAX
-                                                 : (int)((wait_ns + 999999u) / 1000000u);
+        /* In slices (stop.h): a signal wakes whichever thread it hits, seldom this one, so
+         * a stop is seen when the slice ends; the callers' loops wait on. */
+        int ms = deadline == UINT64_MAX || wait_ns >= DS_STOP_SLICE_MS * 1000000ull
+                     ? DS_STOP_SLICE_MS
+                     : (int)((wait_ns + 999999u) / 1000000u);
         pthread_mutex_unlock(&v->lock);
         int ready = poll(fds, 3, ms);
         int poll_errno = errno;
