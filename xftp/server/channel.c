@@ -119,6 +119,21 @@ bool xfer_third_host_ok(const struct session *s)
         return s->config->fxp && !s->anonymous;
 }
 
+/* FTP bounce protection: never a privileged port, and a third host only with --fxp for a
+ * user who logged in with a password (server-to-server copies). */
+bool xfer_may_connect(struct session *s, const struct xftp_addr *to, const char *what)
+{
+        if (xftp_addr_port(to) < 1024) {
+                session_reply(s, "504 Refused: port below 1024.");
+                return false;
+        }
+        if (!xftp_addr_same_host(to, &s->peer) && !xfer_third_host_ok(s)) {
+                session_reply(s, "504 Refused: %s go to your own address.", what);
+                return false;
+        }
+        return true;
+}
+
 void xfer_cmd_port(struct session *s, bool extended, const char *arg)
 {
         struct xftp_addr addr;
@@ -136,16 +151,8 @@ void xfer_cmd_port(struct session *s, bool extended, const char *arg)
                 session_reply(s, "501 Malformed %s argument.", extended ? "EPRT" : "PORT");
                 return;
         }
-        /* FTP bounce protection: never a privileged port, and a third host only with --fxp
-         * for a user who logged in with a password (server-to-server copies). */
-        if (xftp_addr_port(&addr) < 1024) {
-                session_reply(s, "504 Refused: port below 1024.");
+        if (!xfer_may_connect(s, &addr, "data connections"))
                 return;
-        }
-        if (!xftp_addr_same_host(&addr, &s->peer) && !xfer_third_host_ok(s)) {
-                session_reply(s, "504 Refused: data connections go to your own address.");
-                return;
-        }
         xfer_forget_data(s);
         s->active = addr;
         session_reply(s, "200 %s command successful.", extended ? "EPRT" : "PORT");

@@ -21,6 +21,10 @@ void xfer_forget_data(struct session *s);
  * anonymous. */
 bool xfer_third_host_ok(const struct session *s);
 
+/* Whether the server may connect to to for the client (PORT, EPRT, RPRT): else replies
+ * 504, naming what would have gone there ("data connections"), and returns false. */
+bool xfer_may_connect(struct session *s, const struct xftp_addr *to, const char *what);
+
 /* The data connections' options: socket buffers, deadline, passive ports, and stop (may be
  * NULL), which ends every wait on them. */
 struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);

@@ -116,16 +116,7 @@ void xfer_cmd_rprt(struct session *s, const char *arg)
                 session_reply(s, "501 RPRT takes a port from 1 to 65535, or |af|host|port|.");
                 return;
         }
-        /* As PORT: never a privileged port, and a third host only with --fxp. */
-        if (xftp_addr_port(&to) < 1024) {
-                session_reply(s, "504 Refused: port below 1024.");
-                return;
-        }
-        if (!xftp_addr_same_host(&to, &s->peer) && !xfer_third_host_ok(s)) {
-                session_reply(s, "504 Refused: verbs links go to your own address.");
-                return;
-        }
-        if (!may_set_up(s))
+        if (!xfer_may_connect(s, &to, "verbs links") || !may_set_up(s))
                 return;
         xfer_forget_data(s);
         s->verbs_to = to;
