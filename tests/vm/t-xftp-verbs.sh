@@ -82,6 +82,25 @@ fi
 echo "ok: cp of $bytes bytes between two xftpd over two verbs streams, whole; refused by --no-rdma"
 rm -f second/copy
 
+# part_in DIR: waits (10 s at most) until an upload's partial in DIR holds bytes.
+part_in() {
+	for _ in $(seq 100); do
+		[ -n "$(find "$1" -name '.xftpd-part*' -size +0 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# signal_and_time SIGNAL PID: sends it and waits for PID; sets st (its status) and ms
+# (milliseconds from the signal to its end).
+signal_and_time() {
+	local t0
+	kill "-$1" "$2"
+	t0=$(date +%s%N)
+	st=0
+	wait "$2" || st=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
 # A stop: SIGINT to xftp in the middle of a verbs get ends it within a second or two
 # (exit 130), and nothing takes the file's name. The file is at least 128 MiB, four times
 # what a stream keeps in flight, so that the stop comes before the last block is out.
@@ -98,11 +117,7 @@ for _ in $(seq 100); do
 	[ "$(stat -c %s .stopped.xftp-part 2>/dev/null || echo 0)" -gt 0 ] && break
 	sleep 0.1
 done
-kill -INT "$get_pid"
-t0=$(date +%s%N)
-st=0
-wait "$get_pid" || st=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+signal_and_time INT "$get_pid"
 [ "$st" = 130 ] || ds_vm_die "SIGINT during a verbs get: exit $st, $(cat stop.err)"
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs get: $ms ms to stop"
 [ ! -e stopped ] || ds_vm_die "a stopped get took the file's name"
@@ -113,15 +128,8 @@ cp root/stop.bin stop.bin
 # The same for a put: the sender stops, says END, and the server keeps no file by that name.
 timeout 120 "$bin/xftp" -x verbs -q put stop.bin "$url/stopped" 2>stop.err &
 put_pid=$!
-for _ in $(seq 100); do
-	[ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
-	sleep 0.1
-done
-kill -INT "$put_pid"
-t0=$(date +%s%N)
-st=0
-wait "$put_pid" || st=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+part_in root || true # a put done before the signal fails below, on its status
+signal_and_time INT "$put_pid"
 [ "$st" = 130 ] || ds_vm_die "SIGINT during a verbs put: exit $st, $(cat stop.err)"
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT during a verbs put: $ms ms to stop"
 [ ! -e root/stopped ] || ds_vm_die "a stopped put took the file's name"
@@ -143,17 +151,13 @@ put_pid=$!
 session=
 for _ in $(seq 100); do
 	session=$(pgrep -P "$server" || true)
-	[ -n "$session" ] && [ -n "$(find root -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
+	[ -n "$session" ] && part_in root && break
 	sleep 0.1
 done
 [ -n "$session" ] || ds_vm_die "no session for the frozen put"
 kill -STOP "$session"
 sleep 2 # the window (32 MiB) goes out, and no credit comes back
-kill -INT "$put_pid"
-t0=$(date +%s%N)
-st=0
-wait "$put_pid" || st=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+signal_and_time INT "$put_pid"
 kill -CONT "$session"
 [ "$st" = 130 ] || ds_vm_die "SIGINT to a sender out of credit: exit $st, $(cat stop.err)"
 [ "$ms" -lt 3000 ] || ds_vm_die "SIGINT to a sender out of credit: $ms ms to stop"
@@ -170,15 +174,8 @@ term_pid=$!
 ds_vm_wait_tcp 2123 || ds_vm_die "the third xftpd did not listen"
 timeout 120 "$bin/xftp" -x verbs -q put stop.bin "ftp://t:pw@$ip:2123/t" 2>stop.err &
 put_pid=$!
-for _ in $(seq 100); do
-	[ -n "$(find term -name '.xftpd-part*' -size +0 2>/dev/null)" ] && break
-	sleep 0.1
-done
-kill -TERM "$term_pid"
-t0=$(date +%s%N)
-st=0
-wait "$term_pid" || st=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+part_in term || true # as above
+signal_and_time TERM "$term_pid"
 [ "$ms" -lt 5000 ] || ds_vm_die "SIGTERM to xftpd mid verbs put: $ms ms to end"
 wait "$put_pid" && ds_vm_die "a put cut by the server's SIGTERM exited 0"
 [ ! -e term/t ] || ds_vm_die "a put cut by SIGTERM took the file's name"
