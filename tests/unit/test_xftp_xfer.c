@@ -3,7 +3,10 @@
  * it was not told of, sees a sender that vanishes, and stops on its flag or deadline; a
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
  * that fails among them is reported with every piece waited for; a paced transfer keeps
- * to its rate, sending or receiving, without tripping the idle deadline. */
+ * to its rate, sending or receiving, without tripping the idle deadline; a receiving
+ * backend that lends its own buffers (as verbs lends its slots) gets every loan back,
+ * each once, with the bytes whole; a sending one that lends its buffers sends each block
+ * from where it was read and gets every buffer back. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,6 +30,7 @@
 
 #include "dataconn.h"
 #include "hash.h"
+#include "xconn.h"
 #include "modee.h"
 #include "xfer.h"
 
@@ -202,6 +206,35 @@ static void *send_main(void *arg)
         if (fd >= 0)
                 close(fd);
         xftp_data_close(s->fds, s->n); /* MODE S: the close is the end of the data */
+        return NULL;
+}
+
+/* The receiving end in a thread of its own: plain sockets into the file at path. */
+struct receiver {
+        pthread_t thread;
+        const char *path;
+        int *fds;
+        unsigned n;
+        struct xftp_xfer_opts opts;
+        struct xftp_xfer_result result;
+        int rc;
+};
+
+static void *receive_main(void *arg)
+{
+        struct receiver *r = arg;
+        struct xftp_xfile file;
+        struct ds_error err;
+        int fd = open(r->path, O_WRONLY | O_CREAT, 0600);
+        r->rc = fd < 0 ? -errno : xftp_xfile_plain(&file, fd, 0, &err);
+        if (r->rc == 0) {
+                r->rc = xftp_xfer_recv(&file, XFTP_XFER_BLOCKS, r->fds, r->n, &r->opts, &r->result,
+                                       &err);
+                xftp_xfile_plain_close(&file);
+        }
+        if (fd >= 0)
+                close(fd);
+        xftp_data_close(r->fds, r->n);
         return NULL;
 }
 
@@ -588,6 +621,256 @@ static void test_a_paced_sendfile_keeps_to_the_rate(void **state)
         check_paced(*state, XFTP_XFER_STREAM, 1, false);
 }
 
+/* A receiving backend that lends: the tcp backend's bytes, but a payload of a page or more
+ * is read into one of the lender's own buffers and lent, as verbs lends a receive slot. It
+ * notes any misuse: a ticket given back twice or never lent, a buffer wanted while out. */
+#define LOANS      8u
+#define LOAN_BYTES (1u << 20)
+struct lender {
+        uint8_t *bufs[LOANS];
+        bool out[LOANS];
+        uint64_t lent, returned;
+        unsigned most_out, misuse;
+        pthread_mutex_t lock;
+};
+
+static ssize_t lender_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
+{
+        return xftp_conn_tcp.recv(c, buf, len, flags);
+}
+
+static void *lender_lend(struct xftp_conn *c, size_t len, uint64_t *ticket)
+{
+        struct lender *l = c->impl;
+        unsigned slot = (unsigned)(l->lent % LOANS), out = 0;
+        if (len < 4096 || len > LOAN_BYTES)
+                return NULL;
+        pthread_mutex_lock(&l->lock);
+        bool busy = l->out[slot];
+        l->misuse += busy;
+        pthread_mutex_unlock(&l->lock);
+        for (size_t done = 0; !busy && done < len;) {
+                ssize_t got = xftp_conn_tcp.recv(c, l->bufs[slot] + done, len - done, MSG_WAITALL);
+                if (got <= 0 && got != -EAGAIN)
+                        return NULL; /* the stream is broken: the transfer fails */
+                done += got > 0 ? (size_t)got : 0;
+        }
+        if (busy)
+                return NULL;
+        pthread_mutex_lock(&l->lock);
+        l->out[slot] = true;
+        *ticket = l->lent++;
+        for (unsigned i = 0; i < LOANS; i++)
+                out += l->out[i];
+        l->most_out = out > l->most_out ? out : l->most_out;
+        pthread_mutex_unlock(&l->lock);
+        return l->bufs[slot];
+}
+
+static void lender_give_back(struct xftp_conn *c, uint64_t ticket)
+{
+        struct lender *l = c->impl;
+        pthread_mutex_lock(&l->lock);
+        unsigned slot = (unsigned)(ticket % LOANS);
+        if (ticket >= l->lent || !l->out[slot])
+                l->misuse++;
+        l->out[slot] = false;
+        l->returned++;
+        pthread_mutex_unlock(&l->lock);
+}
+
+static int lender_close(struct xftp_conn *c)
+{
+        return close(c->fd) < 0 ? -errno : 0;
+}
+
+static const struct xftp_conn_ops lender_ops = {.name = "lender",
+                                                .recv = lender_recv,
+                                                .lend = lender_lend,
+                                                .give_back = lender_give_back,
+                                                .close = lender_close};
+
+/* MODE E over two lending connections into a file written by start_io: the bytes
+ * are whole, every loan came back once, and no buffer was wanted while out. */
+static void test_a_lending_backend_gets_every_loan_back(void **state)
+{
+        struct fixture *fx = *state;
+        int send_fds[2], recv_fds[2];
+        struct lender lenders[2];
+        struct xftp_conn conns[2];
+        struct deferred received = {0};
+        struct xftp_xfer_opts opts = {
+            .block = LOAN_BYTES / 2, .length = UINT64_MAX, .limit = UINT64_MAX, .idle_ms = 5000};
+        struct sender s = {
+            .path = fx->src, .mode = XFTP_XFER_BLOCKS, .fds = send_fds, .n = 2, .opts = opts};
+        struct xftp_xfer_result result;
+        struct xftp_xfile file;
+        struct ds_error err = {{0}};
+
+        connect_pairs(send_fds, recv_fds, 2);
+        for (unsigned i = 0; i < 2; i++) {
+                lenders[i] = (struct lender){.lent = 0};
+                pthread_mutex_init(&lenders[i].lock, NULL);
+                for (unsigned j = 0; j < LOANS; j++)
+                        assert_non_null(lenders[i].bufs[j] = malloc(LOAN_BYTES));
+                conns[i] =
+                    (struct xftp_conn){.ops = &lender_ops, .fd = recv_fds[i], .impl = &lenders[i]};
+        }
+        assert_int_equal(pthread_create(&s.thread, NULL, send_main, &s), 0);
+        int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(xftp_xfile_plain(&file, fd, 0, &err), 0);
+        int rc = xftp_xfer_recv_conns(maybe_deferred(&received, &file), XFTP_XFER_BLOCKS, conns, 2,
+                                      &opts, &result, &err);
+        assert_int_equal(pthread_join(s.thread, NULL), 0);
+        assert_int_equal(rc, 0);
+        assert_int_equal(s.rc, 0);
+        xftp_xfile_plain_close(&file);
+        assert_int_equal(close(fd), 0);
+        check_dst(fx, 0, FILE_SIZE);
+        assert_true(received.finished > 0);
+        uint64_t lent = 0;
+        for (unsigned i = 0; i < 2; i++) {
+                assert_int_equal(lenders[i].misuse, 0);
+                assert_int_equal(lenders[i].returned, lenders[i].lent);
+                assert_true(lenders[i].most_out <= LOANS);
+                lent += lenders[i].lent;
+                xftp_conn_close(&conns[i]);
+                for (unsigned j = 0; j < LOANS; j++)
+                        free(lenders[i].bufs[j]);
+                pthread_mutex_destroy(&lenders[i].lock);
+        }
+        /* every block was lent, none copied */
+        assert_int_equal(lent, (FILE_SIZE + opts.block - 1) / opts.block);
+        assert_int_equal(lent, result.blocks);
+}
+
+/* The sending side of a lending backend: take_buf hands out the lender's buffers; a sendv
+ * of a header and one of them sends both whole and takes the buffer back; anything else
+ * goes as the tcp backend sends it. */
+static int lender_take_buf(struct xftp_conn *c, size_t len, int wait_ms, void **buf)
+{
+        struct lender *l = c->impl;
+        (void)wait_ms;
+        if (len > LOAN_BYTES)
+                return -EMSGSIZE;
+        int rc = -EAGAIN;
+        pthread_mutex_lock(&l->lock);
+        for (unsigned i = 0; i < LOANS && rc != 0; i++) {
+                if (!l->out[i]) {
+                        l->out[i] = true;
+                        *buf = l->bufs[i];
+                        l->lent++;
+                        rc = 0;
+                }
+        }
+        pthread_mutex_unlock(&l->lock);
+        return rc;
+}
+
+/* Which of the lender's buffers p starts, or -1. */
+static int lender_buf_index(const struct lender *l, const void *p)
+{
+        for (unsigned i = 0; i < LOANS; i++)
+                if (l->bufs[i] == p)
+                        return (int)i;
+        return -1;
+}
+
+static void lender_put_buf(struct xftp_conn *c, void *buf)
+{
+        struct lender *l = c->impl;
+        int i = lender_buf_index(l, buf);
+        pthread_mutex_lock(&l->lock);
+        if (i < 0 || !l->out[i])
+                l->misuse++;
+        else
+                l->out[i] = false, l->returned++;
+        pthread_mutex_unlock(&l->lock);
+}
+
+static ssize_t lender_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
+{
+        struct lender *l = c->impl;
+        int i = cnt == 2 ? lender_buf_index(l, iov[1].iov_base) : -1;
+        if (i < 0)
+                return xftp_conn_tcp.sendv(c, iov, cnt, flags);
+        size_t total = iov[0].iov_len + iov[1].iov_len, done = 0;
+        while (done < total) { /* all or nothing, as a lent buffer goes */
+                struct iovec rest[2];
+                int parts = 0;
+                for (int k = 0, skip = (int)done; k < 2; k++) {
+                        size_t len = iov[k].iov_len;
+                        if ((size_t)skip >= len) {
+                                skip -= (int)len;
+                                continue;
+                        }
+                        rest[parts++] = (struct iovec){(char *)iov[k].iov_base + skip, len - skip};
+                        skip = 0;
+                }
+                ssize_t n = xftp_conn_tcp.sendv(c, rest, parts, 0);
+                if (n < 0 && n != -EAGAIN)
+                        return n;
+                done += n > 0 ? (size_t)n : 0;
+        }
+        lender_put_buf(c, iov[1].iov_base);
+        return (ssize_t)total;
+}
+
+/* MODE E from two lending connections: each block is read into a buffer its connection
+ * lends and sent from there; the bytes arrive whole and every buffer came back once. */
+static void test_a_lending_sender_sends_in_place_and_gets_every_buffer_back(void **state)
+{
+        struct fixture *fx = *state;
+        int send_fds[2], recv_fds[2];
+        struct lender lenders[2];
+        struct xftp_conn conns[2];
+        struct xftp_xfer_opts opts = {
+            .block = LOAN_BYTES / 2, .length = UINT64_MAX, .limit = UINT64_MAX, .idle_ms = 5000};
+        struct xftp_xfer_result sent;
+        struct xftp_xfile src;
+        struct ds_error err = {{0}};
+        static const struct xftp_conn_ops sender_ops = {.name = "lender",
+                                                        .sendv = lender_sendv,
+                                                        .take_buf = lender_take_buf,
+                                                        .put_buf = lender_put_buf,
+                                                        .close = lender_close};
+
+        connect_pairs(send_fds, recv_fds, 2);
+        for (unsigned i = 0; i < 2; i++) {
+                lenders[i] = (struct lender){.lent = 0};
+                pthread_mutex_init(&lenders[i].lock, NULL);
+                for (unsigned j = 0; j < LOANS; j++)
+                        assert_non_null(lenders[i].bufs[j] = malloc(LOAN_BYTES));
+                conns[i] =
+                    (struct xftp_conn){.ops = &sender_ops, .fd = send_fds[i], .impl = &lenders[i]};
+        }
+        struct receiver r = {.fds = recv_fds, .n = 2, .opts = opts, .path = fx->dst};
+        assert_int_equal(pthread_create(&r.thread, NULL, receive_main, &r), 0);
+        int fd = open(fx->src, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(xftp_xfile_plain(&src, fd, 0, &err), 0);
+        int rc = xftp_xfer_send_conns(&src, XFTP_XFER_BLOCKS, conns, 2, &opts, &sent, &err);
+        xftp_xfile_plain_close(&src);
+        assert_int_equal(close(fd), 0);
+        for (unsigned i = 0; i < 2; i++)
+                xftp_conn_close(&conns[i]);
+        assert_int_equal(pthread_join(r.thread, NULL), 0);
+        assert_int_equal(rc, 0);
+        assert_int_equal(r.rc, 0);
+        check_dst(fx, 0, FILE_SIZE);
+        uint64_t lent = 0;
+        for (unsigned i = 0; i < 2; i++) {
+                assert_int_equal(lenders[i].misuse, 0);
+                assert_int_equal(lenders[i].returned, lenders[i].lent);
+                lent += lenders[i].lent;
+                for (unsigned j = 0; j < LOANS; j++)
+                        free(lenders[i].bufs[j]);
+                pthread_mutex_destroy(&lenders[i].lock);
+        }
+        assert_int_equal(lent, (FILE_SIZE + opts.block - 1) / opts.block);
+}
+
 static void test_hash_of_a_range_matches_memory(void **state)
 {
         struct fixture *fx = *state;
@@ -655,6 +938,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_a_paced_sendfile_keeps_to_the_rate, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_hash_of_a_range_matches_memory, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_a_lending_backend_gets_every_loan_back, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(
+                test_a_lending_sender_sends_in_place_and_gets_every_buffer_back, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

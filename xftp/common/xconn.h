@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -31,6 +32,25 @@ struct xftp_conn_ops {
          * (tcp, kernel TLS), else from the file mapped into memory (TLS in user space).
          * Returns as sendv. */
         ssize_t (*sendfile)(struct xftp_conn *c, int file_fd, off_t *offset, size_t len);
+        /* May be NULL, both or neither: sending without a copy. take_buf hands out a
+         * buffer of the backend's own memory for up to len bytes of a MODE E block's
+         * payload into *buf and returns 0; -EAGAIN when none came free within wait_ms,
+         * -EMSGSIZE when len is more than its buffers hold (the caller uses its own), or
+         * another negative errno. A sendv of the block's header and then exactly that
+         * payload, from the buffer's start, sends it in place, all or nothing: once it
+         * returned the bytes as sent the buffer is the backend's again; until then (an
+         * error, -EAGAIN) it is the caller's, who gives it back by put_buf if not sent. */
+        int (*take_buf)(struct xftp_conn *c, size_t len, int wait_ms, void **buf);
+        void (*put_buf)(struct xftp_conn *c, void *buf);
+        /* May be NULL, both or neither: receiving without a copy. When the next len bytes
+         * of the stream lie whole in the backend's own memory (a verbs message in its
+         * receive slot), lend returns where, as read, and sets *ticket; else NULL, and the
+         * caller reads them with recv. give_back(c, ticket), from any thread and in any
+         * order, ends the loan; the backend then reuses that memory (the slot goes back to
+         * the sender as credit), so the lender keeps the connection open until every loan
+         * is back or abandoned with the connection. */
+        void *(*lend)(struct xftp_conn *c, size_t len, uint64_t *ticket);
+        void (*give_back)(struct xftp_conn *c, uint64_t ticket);
         /* May be NULL: bytes already received and held in user space (TLS records), which
          * a poll() on the socket would not announce. */
         size_t (*pending)(struct xftp_conn *c);

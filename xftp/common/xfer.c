@@ -38,7 +38,13 @@ struct piece {
         void *buf;
         size_t len;
         uint64_t offset;
-        bool end; /* sending: no more pieces for this connection */
+        bool end;    /* sending: no more pieces for this connection */
+        unsigned to; /* sending: the connection that sends it */
+        /* buf is lent by this connection's backend, not a pool buffer: sending, by
+         * take_buf (sent in place, or put back); receiving, by lend (given back with
+         * ticket) */
+        struct xftp_conn *lender;
+        uint64_t ticket;
 };
 
 /* A bounded queue of pieces, guarded by the pipeline's lock. */
@@ -54,6 +60,7 @@ struct pipeline {
         struct xftp_conn *conns;
         unsigned n;
         size_t block;
+        bool sending;
         struct ds_pool *pool;
         bool pool_lent; /* opts->pool: the caller's, not destroyed here */
         struct ds_live_segment *live;
@@ -256,6 +263,18 @@ static void give_free(struct pipeline *pl, void *buf)
         pthread_mutex_unlock(&pl->lock);
 }
 
+/* A piece is done with (or never sent): its buffer back to the pool, or to the
+ * connection that lent it. */
+static void piece_done(struct pipeline *pl, const struct piece *piece)
+{
+        if (!piece->lender)
+                give_free(pl, piece->buf);
+        else if (pl->sending)
+                piece->lender->ops->put_buf(piece->lender, piece->buf);
+        else
+                piece->lender->ops->give_back(piece->lender, piece->ticket);
+}
+
 /* Queues piece, or returns a negative errno with the piece still the caller's: a piece
  * queued is never also handed back, or its buffer would be freed twice. */
 static int push_piece(struct pipeline *pl, struct queue *q, struct piece piece,
@@ -401,6 +420,24 @@ static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, siz
         return 0;
 }
 
+/* A block whose payload lies in a buffer its connection lent (take_buf): sent whole by
+ * one sendv, after which the buffer is the connection's again. Returns 0 sent, or a
+ * negative errno with the buffer still the caller's. Never paced (no lending then). */
+static int send_in_place(struct pipeline *pl, struct xftp_conn *conn, struct iovec *iov, int cnt,
+                         struct ds_error *err)
+{
+        for (;;) {
+                ssize_t sent = conn->ops->sendv(conn, iov, cnt, 0);
+                if (sent > 0) {
+                        progress(pl);
+                        return 0;
+                }
+                int rc = retry_or_fail(pl, sent, "data send", err);
+                if (rc < 0)
+                        return rc;
+        }
+}
+
 static void *send_thread(void *arg)
 {
         struct net_thread *t = arg;
@@ -436,9 +473,13 @@ static void *send_thread(void *arg)
                 }
                 if (!piece.end)
                         iov[cnt++] = (struct iovec){piece.buf, piece.len};
-                rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &err) : 0;
+                if (piece.lender)
+                        rc = send_in_place(pl, conn, iov, cnt, &err);
+                else
+                        rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &err) : 0;
                 if (!piece.end) {
-                        give_free(pl, piece.buf);
+                        if (!piece.lender || rc < 0)
+                                piece_done(pl, &piece);
                         if (rc == 0)
                                 count(pl, t->index, piece.len);
                 }
@@ -452,30 +493,45 @@ static void *send_thread(void *arg)
 
 static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err);
 
+/* piece->len bytes from conn into piece: lent where the backend holds them whole (no
+ * copy), else received into a free buffer. On failure nothing is left to give back. */
+static int take_payload(struct pipeline *pl, struct xftp_conn *conn, struct piece *piece,
+                        struct ds_error *err)
+{
+        int rc;
+        if (conn->ops->lend && (piece->buf = conn->ops->lend(conn, piece->len, &piece->ticket))) {
+                piece->lender = conn;
+                progress(pl);
+                rc = pace(pl, piece->len, err);
+                if (rc == 0)
+                        rc = check_wait(pl, err);
+        } else if ((piece->buf = take_free(pl, err, &rc))) {
+                size_t got;
+                rc = recv_full(pl, conn, piece->buf, piece->len, false, &got, err);
+        }
+        if (rc < 0 && piece->buf)
+                piece_done(pl, piece);
+        return rc;
+}
+
 /* MODE E: one block's payload, read in pieces of at most a buffer each. */
 static int recv_payload(const struct net_thread *t, const struct xftp_modee_block *block,
                         struct ds_error *err)
 {
         struct pipeline *pl = t->pl;
-        struct xftp_conn *conn = &pl->conns[t->index];
         uint64_t done = 0;
 
         while (done < block->count) {
-                int rc;
-                void *buf = take_free(pl, err, &rc);
-                if (!buf)
-                        return rc;
                 size_t len =
                     block->count - done < pl->block ? (size_t)(block->count - done) : pl->block;
-                size_t got;
-                rc = recv_full(pl, conn, buf, len, false, &got, err);
-                if (rc == 0) {
-                        count(pl, t->index, len);
-                        rc =
-                            deliver(pl, (struct piece){buf, len, block->offset + done, false}, err);
-                }
+                struct piece piece = {.len = len, .offset = block->offset + done};
+                int rc = take_payload(pl, &pl->conns[t->index], &piece, err);
+                if (rc < 0)
+                        return rc;
+                count(pl, t->index, len);
+                rc = deliver(pl, piece, err);
                 if (rc < 0) {
-                        give_free(pl, buf);
+                        piece_done(pl, &piece);
                         return rc;
                 }
                 done += len;
@@ -552,7 +608,8 @@ static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *la
         if (rc == 0 && got > 0) {
                 count(pl, index, got);
                 pl->inline_write |= here && got < pl->block;
-                rc = deliver(pl, (struct piece){buf, got, pl->stream_at, false}, err);
+                rc = deliver(pl, (struct piece){.buf = buf, .len = got, .offset = pl->stream_at},
+                             err);
         }
         if (rc < 0 || got == 0) {
                 give_free(pl, buf);
@@ -670,6 +727,7 @@ static int pipeline_init(struct pipeline *pl, struct xftp_xfile *file, enum xftp
         unsigned depth = pipeline_depth(opts, n);
 
         *pl = (struct pipeline){.opts = opts,
+                                .sending = sending,
                                 .mode = mode,
                                 .file = file,
                                 .conns = conns,
@@ -800,28 +858,62 @@ static void flight_drain(struct pipeline *pl, struct flight *f)
         while (f->count > 0) {
                 struct piece piece;
                 flight_finish(pl, f, &piece);
-                give_free(pl, piece.buf);
+                piece_done(pl, &piece);
         }
 }
 
 /* Starts reads of the range while the window has room and buffers are free (waiting for a
  * buffer only when nothing is in flight). Returns 0 or a negative errno. */
+/* A buffer for a piece to be read and sent by connection piece->to: one that connection
+ * lends where it can (the piece is then sent from where it was read), else the pool's.
+ * With wait, until one is free (in slices that a stop or a failure ends); without, NULL
+ * when none is now. Returns 0 or a negative errno. */
+static int take_send_buffer(struct pipeline *pl, bool wait, struct piece *piece,
+                            struct ds_error *err)
+{
+        struct xftp_conn *conn = &pl->conns[piece->to];
+        int rc = -EMSGSIZE;
+        /* Paced sends go in pieces (send_some): a lent buffer goes whole. */
+        if (conn->ops->take_buf && !pl->pace_chunk) {
+                while ((rc = conn->ops->take_buf(conn, piece->len, wait ? SLICE_MS : 0,
+                                                 &piece->buf)) == -EAGAIN &&
+                       wait && (rc = check_wait(pl, err)) == 0)
+                        ;
+                if (rc == 0)
+                        piece->lender = conn;
+                if (rc == -EAGAIN)
+                        piece->buf = NULL, rc = 0;
+                else if (rc < 0 && rc != -EMSGSIZE && rc != -ECANCELED && rc != -EINTR &&
+                         rc != -ETIMEDOUT)
+                        ds_fail(err, rc, "data connection buffers");
+        }
+        if (rc == -EMSGSIZE) {
+                rc = 0;
+                piece->buf = wait ? take_free(pl, err, &rc) : try_take_free(pl);
+        }
+        return rc;
+}
+
+/* Starts reads of the range's next pieces, each dealt to the next connection in turn
+ * (*dealt counts them), while the flight has room and buffers are free. */
 static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint64_t *left,
-                       struct ds_error *err)
+                       unsigned *dealt, struct ds_error *err)
 {
         while (*left > 0 && f->count < f->cap) {
-                int rc = 0;
-                void *buf = f->count == 0 ? take_free(pl, err, &rc) : try_take_free(pl);
-                if (!buf)
+                struct piece piece = {.len = *left < pl->block ? (size_t)*left : pl->block,
+                                      .offset = *at,
+                                      .to = *dealt % pl->n};
+                int rc = take_send_buffer(pl, f->count == 0, &piece, err);
+                if (rc < 0 || !piece.buf)
                         return rc;
-                size_t want = *left < pl->block ? (size_t)*left : pl->block;
-                rc = flight_start(pl, f, false, (struct piece){buf, want, *at, false});
+                rc = flight_start(pl, f, false, piece);
                 if (rc < 0) {
-                        give_free(pl, buf);
+                        piece_done(pl, &piece);
                         return ds_fail(err, rc, "read at %llu", (unsigned long long)*at);
                 }
-                *at += want;
-                *left -= want;
+                *at += piece.len;
+                *left -= piece.len;
+                (*dealt)++;
         }
         return 0;
 }
@@ -831,19 +923,19 @@ static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint
 static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struct ds_error *err)
 {
         uint64_t at = pl->opts->offset, left = pl->opts->length;
-        unsigned next = 0;
+        unsigned dealt = 0;
         struct flight f;
         int rc = 0;
 
         flight_init(pl, &f);
         for (;;) {
-                rc = start_reads(pl, &f, &at, &left, err);
+                rc = start_reads(pl, &f, &at, &left, &dealt, err);
                 if (rc < 0 || f.count == 0)
                         break;
                 struct piece piece;
                 ssize_t got = flight_finish(pl, &f, &piece);
                 if (got <= 0) {
-                        give_free(pl, piece.buf);
+                        piece_done(pl, &piece);
                         if (got < 0)
                                 rc = ds_fail(err, (int)got, "read at %llu",
                                              (unsigned long long)piece.offset);
@@ -851,12 +943,11 @@ static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struc
                 }
                 bool short_read = (size_t)got < piece.len;
                 piece.len = (size_t)got;
-                rc = push_piece(pl, &pl->to_net[next], piece, err);
+                rc = push_piece(pl, &pl->to_net[piece.to], piece, err);
                 if (rc < 0) {
-                        give_free(pl, piece.buf);
+                        piece_done(pl, &piece);
                         break;
                 }
-                next = (next + 1) % pl->n;
                 result->bytes += (uint64_t)got;
                 result->blocks++;
                 if (short_read)
@@ -1014,7 +1105,7 @@ static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err
                 return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
         rc = written(pl, pl->arrived, &piece, pl->result, err);
         if (rc == 0)
-                give_free(pl, piece.buf);
+                piece_done(pl, &piece);
         return rc;
 }
 
@@ -1038,7 +1129,7 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                 if (got) {
                         rc = flight_start(pl, &f, true, piece);
                         if (rc < 0) {
-                                give_free(pl, piece.buf);
+                                piece_done(pl, &piece);
                                 rc = ds_fail(err, rc, "write at %llu",
                                              (unsigned long long)piece.offset);
                                 break;
@@ -1047,7 +1138,7 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                                 continue;
                 }
                 ssize_t wrc = flight_finish(pl, &f, &piece);
-                give_free(pl, piece.buf);
+                piece_done(pl, &piece);
                 if (wrc < 0) {
                         rc = ds_fail(err, (int)wrc, "write at %llu",
                                      (unsigned long long)piece.offset);
