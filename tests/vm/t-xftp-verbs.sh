@@ -2,7 +2,8 @@
 # Guest script: xftp -x verbs through xftpd over soft-RoCE (rxe0 on a dummy netdev, both
 # ends on 198.18.0.1, the control connection too). FEAT must offer RPSV and RPRT; put and
 # get of a file of MIB MiB (and an odd tail) over one verbs stream and two must come back
-# whole (cmp), with --json saying "link":"verbs"; a copy between two xftpd (cp), a
+# whole (cmp), with --json saying "link":"verbs"; blocks larger than a message, paced
+# sends and receives; a copy between two xftpd (cp), a
 # resumed get, --verify (HASH), a tree both ways (-r, four files at once), a striped store
 # (with --disks), a SIGINT (also to a sender out of credit) and a SIGTERM to the server
 # must hold too, and hostile or absent peers must get 425s. Against xftpd --no-rdma, xftp -x verbs must exit 1 with one line
@@ -81,6 +82,21 @@ if [ "$st" != 1 ] || ! grep -q 'no RPSV in FEAT' cp.err || [ -e plain/copy ]; th
 fi
 echo "ok: cp of $bytes bytes between two xftpd over two verbs streams, whole; refused by --no-rdma"
 rm -f second/copy
+
+# A verbs message is one MODE E block, its payload first: blocks larger than a message are
+# cut into several (-b 16M), and a paced sender's pieces are framed by copy (-R).
+head -c $((40 * 1048576 + 777)) /dev/urandom >framed
+timeout 120 "$bin/xftp" -x verbs -q -b 16M put framed "$url/framed" ||
+	ds_vm_die "put -b 16M over verbs: $(tail -3 xftpd.log)"
+cmp framed root/framed || ds_vm_die "put -b 16M over verbs: the bytes differ"
+timeout 120 "$bin/xftp" -x verbs -q -R 400M -P 2 get "$url/framed" framed.back ||
+	ds_vm_die "get -R 400M -P 2 over verbs: $(tail -3 xftpd.log)"
+cmp framed framed.back || ds_vm_die "get -R -P 2 over verbs: the bytes differ"
+timeout 120 "$bin/xftp" -x verbs -q -R 400M put framed "$url/paced" ||
+	ds_vm_die "put -R 400M over verbs: $(tail -3 xftpd.log)"
+cmp framed root/paced || ds_vm_die "put -R over verbs: the bytes differ"
+echo "ok: blocks of 16 MiB cut into messages, paced pieces framed, paced gets: all whole"
+rm -f framed framed.back root/framed root/paced
 
 # part_in DIR: waits (10 s at most) until an upload's partial in DIR holds bytes.
 part_in() {

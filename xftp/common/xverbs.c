@@ -42,15 +42,32 @@ struct xverbs {
         /* sender */
         struct ds_pool *pool; /* registered by the link once, at the hello */
         bool pool_lent;       /* pool is the session's (xftp_verbs_buffers) */
+        pthread_mutex_t free_lock;
         void *free_bufs[XFTP_VERBS_WINDOW];
         unsigned free_count;
         uint64_t sent;
-        /* receiver: the message being read, held until its last byte is copied out; what
-         * came, for the FINAL its close sends */
+        /* the framer (copy path): the header being read, its block (count: payload bytes
+         * not yet in a message, offset: where they go), and the message being filled */
+        uint8_t head[XFTP_MODEE_HEADER];
+        unsigned head_have;
+        struct xftp_modee_block block;
+        uint8_t *out;
+        size_t out_len, out_want;
+        /* receiver: the message being read, until its last byte is copied out or lent;
+         * what came, for the FINAL its close sends */
         struct ds_msg msg;
         uint32_t msg_used;
         bool has_msg;
         uint64_t received, received_bytes;
+        /* Data messages taken from the link and not yet released, numbered from 0 in
+         * arrival order: [held_first, received). A slot goes back as credit by its place
+         * (the sender writes message k into slot k mod window), so messages are released
+         * in that order, each once it is read and its loan, if any, given back. Loans
+         * are given back from the pipeline's disk thread: held_lock guards these. */
+        pthread_mutex_t held_lock;
+        struct ds_msg held[XFTP_VERBS_WINDOW];
+        bool held_done[XFTP_VERBS_WINDOW];
+        uint64_t held_first;
 };
 
 static bool stopped(const struct xftp_verbs_opts *opts)
@@ -151,51 +168,214 @@ void xftp_verbs_unlisten(struct xftp_verbs_listener *listener)
 
 /* The xconn operations. */
 
-/* A free registered buffer: one not yet sent, or one whose send has completed. */
+/* A free registered buffer: one not yet sent, or one whose send has completed. The
+ * pipeline's disk thread takes them too (take_buf), hence the lock; the wait for
+ * completions is the link's own, outside it. */
 static void *take_send_buf(struct xverbs *x, int wait_ms, int *rc)
 {
+        void *reaped[XFTP_VERBS_WINDOW], *buf = NULL;
         struct ds_error ignored;
+        int got = 0;
+
         *rc = 0;
+        pthread_mutex_lock(&x->free_lock);
         if (x->free_count == 0) {
-                int got = ds_link_reap(x->link, x->free_bufs, XFTP_VERBS_WINDOW, wait_ms, &ignored);
-                if (got < 0) {
-                        *rc = got;
-                        return NULL;
-                }
-                x->free_count = (unsigned)got;
+                pthread_mutex_unlock(&x->free_lock);
+                got = ds_link_reap(x->link, reaped, XFTP_VERBS_WINDOW, wait_ms, &ignored);
+                pthread_mutex_lock(&x->free_lock);
+                for (int i = 0; i < got; i++)
+                        x->free_bufs[x->free_count++] = reaped[i];
         }
-        return x->free_count ? x->free_bufs[--x->free_count] : NULL;
+        if (x->free_count > 0)
+                buf = x->free_bufs[--x->free_count];
+        pthread_mutex_unlock(&x->free_lock);
+        *rc = got < 0 ? got : 0;
+        return buf;
+}
+
+static void put_send_buf(struct xverbs *x, void *buf)
+{
+        pthread_mutex_lock(&x->free_lock);
+        x->free_bufs[x->free_count++] = buf;
+        pthread_mutex_unlock(&x->free_lock);
+}
+
+/* One message: payload bytes at buf, then the header of the block they make. Returns 1
+ * sent, 0 when the link has no room now, or a negative errno. */
+static int post_block(struct xverbs *x, uint8_t *buf, const struct xftp_modee_block *block)
+{
+        struct ds_error ignored;
+        xftp_modee_encode(block, buf + block->count);
+        struct ds_msg msg = {.buf = buf,
+                             .len = (uint32_t)(block->count + XFTP_MODEE_HEADER),
+                             .kind = DS_MSG_DATA,
+                             .seq = x->sent};
+        int rc = ds_link_send(x->link, &msg, 1, &ignored);
+        if (rc > 0)
+                x->sent++;
+        return rc;
+}
+
+/* The framer's message, when its payload is all there: sent, and the block moves on to
+ * its next message or is done. Returns 1, 0 (no room now: try again), or a negative
+ * errno. */
+static int post_framed(struct xverbs *x)
+{
+        struct xftp_modee_block *b = &x->block;
+        bool last = b->count == x->out_want;
+        struct xftp_modee_block part = {
+            .desc = last ? b->desc : 0, .count = x->out_want, .offset = b->offset};
+        int rc = post_block(x, x->out, &part);
+        if (rc <= 0)
+                return rc;
+        x->out = NULL;
+        b->count -= x->out_want;
+        b->offset += x->out_want;
+        x->out_len = 0;
+        x->out_want = b->count < XFTP_XFER_BLOCK ? b->count : XFTP_XFER_BLOCK;
+        if (last)
+                x->head_have = 0;
+        return 1;
+}
+
+/* Frames len bytes of the MODE E stream at p into messages (the copy path): each
+ * header's block is cut into messages of at most a buffer's payload, each with a header
+ * of its own after it. Returns the bytes taken, -EAGAIN when none could be (no buffer
+ * or no room within wait_ms), or a negative errno. */
+static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms)
+{
+        size_t used = 0;
+        int rc;
+
+        for (;;) {
+                bool whole = x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want;
+                if (x->out && whole) {
+                        if ((rc = post_framed(x)) < 0)
+                                return rc;
+                        if (rc == 0)
+                                break;
+                        continue;
+                }
+                if (used == len)
+                        break;
+                if (!x->out && !(x->out = take_send_buf(x, wait_ms, &rc))) {
+                        if (rc < 0)
+                                return rc;
+                        break;
+                }
+                wait_ms = 0; /* bytes taken are kept: return them rather than wait again */
+                if (x->head_have < XFTP_MODEE_HEADER) {
+                        size_t n = XFTP_MODEE_HEADER - x->head_have;
+                        n = n < len - used ? n : len - used;
+                        memcpy(x->head + x->head_have, p + used, n);
+                        x->head_have += (unsigned)n;
+                        used += n;
+                        struct ds_error err;
+                        if (x->head_have == XFTP_MODEE_HEADER &&
+                            xftp_modee_decode(x->head, UINT64_MAX, &x->block, &err) < 0)
+                                return -EPROTO;
+                        x->out_len = 0;
+                        x->out_want =
+                            x->block.count < XFTP_XFER_BLOCK ? x->block.count : XFTP_XFER_BLOCK;
+                } else {
+                        size_t n = x->out_want - x->out_len;
+                        n = n < len - used ? n : len - used;
+                        memcpy(x->out + x->out_len, p + used, n);
+                        x->out_len += n;
+                        used += n;
+                }
+        }
+        return used ? (ssize_t)used : -EAGAIN;
+}
+
+static bool is_send_buf(const struct xverbs *x, const void *p)
+{
+        return x->sender && ds_pool_index_of(x->pool, p) >= 0;
+}
+
+/* A block whose payload is in a buffer take_buf lent: its header goes after it and the
+ * buffer is the message, with no copy. */
+static ssize_t send_in_place(struct xverbs *x, const struct iovec *iov)
+{
+        struct xftp_modee_block block;
+        struct ds_error err;
+        if (x->head_have != 0 || iov[0].iov_len != XFTP_MODEE_HEADER ||
+            xftp_modee_decode(iov[0].iov_base, UINT64_MAX, &block, &err) < 0 ||
+            block.count != iov[1].iov_len || block.count > XFTP_XFER_BLOCK)
+                return -EINVAL; /* a lent buffer comes whole, as the block's payload */
+        int rc = post_block(x, iov[1].iov_base, &block);
+        return rc < 0 ? rc : rc == 0 ? -EAGAIN : (ssize_t)(XFTP_MODEE_HEADER + block.count);
 }
 
 static ssize_t verbs_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
 {
         struct xverbs *x = c->impl;
-        struct ds_error ignored;
+        int wait_ms = flags & MSG_DONTWAIT ? 0 : SLICE_MS;
+        size_t taken = 0;
+
+        if (!x->sender)
+                return -EINVAL;
+        if (cnt == 2 && is_send_buf(x, iov[1].iov_base))
+                return send_in_place(x, iov);
+        for (int i = 0; i < cnt; i++) {
+                ssize_t n = frame(x, iov[i].iov_base, iov[i].iov_len, taken ? 0 : wait_ms);
+                if (n < 0)
+                        return taken ? (ssize_t)taken : n;
+                taken += (size_t)n;
+                if ((size_t)n < iov[i].iov_len)
+                        break;
+        }
+        return (ssize_t)taken;
+}
+
+/* A buffer for up to len payload bytes that a sendv then sends in place. */
+static int verbs_take_buf(struct xftp_conn *c, size_t len, int wait_ms, void **buf)
+{
+        struct xverbs *x = c->impl;
         int rc;
-        uint8_t *buf = take_send_buf(x, flags & MSG_DONTWAIT ? 0 : SLICE_MS, &rc);
-        if (!buf)
-                return rc < 0 ? rc : -EAGAIN;
-        /* One copy: the pipeline's buffer into a registered one (a block and its header
-         * fill one message). */
-        size_t len = 0;
-        for (int i = 0; i < cnt && len < XFTP_VERBS_MSG; i++) {
-                size_t take =
-                    iov[i].iov_len < XFTP_VERBS_MSG - len ? iov[i].iov_len : XFTP_VERBS_MSG - len;
-                memcpy(buf + len, iov[i].iov_base, take);
-                len += take;
+        if (!x->sender)
+                return -EINVAL;
+        if (len > XFTP_XFER_BLOCK)
+                return -EMSGSIZE;
+        *buf = take_send_buf(x, wait_ms, &rc);
+        return *buf ? 0 : rc < 0 ? rc : -EAGAIN;
+}
+
+static void verbs_put_buf(struct xftp_conn *c, void *buf)
+{
+        put_send_buf(c->impl, buf);
+}
+
+/* Data message number is read (or its loan is back): it and every read one after the
+ * oldest go back to the link, in order. No more than the window is held (the sender has
+ * no credit for more), so number's place in held is its own. */
+static void done_with(struct xverbs *x, uint64_t number)
+{
+        pthread_mutex_lock(&x->held_lock);
+        x->held_done[number % XFTP_VERBS_WINDOW] = true;
+        while (x->held_first < x->received && x->held_done[x->held_first % XFTP_VERBS_WINDOW]) {
+                ds_link_release(x->link, &x->held[x->held_first % XFTP_VERBS_WINDOW], 1);
+                x->held_first++;
         }
-        struct ds_msg msg = {.buf = buf, .len = (uint32_t)len, .kind = DS_MSG_DATA, .seq = x->sent};
-        rc = len ? ds_link_send(x->link, &msg, 1, &ignored) : 0;
-        if (rc <= 0) {
-                x->free_bufs[x->free_count++] = buf;
-                return rc < 0 ? rc : len ? -EAGAIN : 0;
-        }
-        x->sent++;
-        return (ssize_t)len;
+        pthread_mutex_unlock(&x->held_lock);
+}
+
+/* Whether a message is one block as the sender frames them: its payload, then a header
+ * that counts exactly those bytes. */
+static bool framed(const struct ds_msg *msg)
+{
+        struct xftp_modee_block block;
+        struct ds_error err;
+        if (msg->len < XFTP_MODEE_HEADER)
+                return false;
+        const uint8_t *head = (const uint8_t *)msg->buf + msg->len - XFTP_MODEE_HEADER;
+        return xftp_modee_decode(head, UINT64_MAX, &block, &err) == 0 &&
+               block.count == msg->len - XFTP_MODEE_HEADER;
 }
 
 /* The next data message into x->msg: 1, 0 when none came within wait_ms, -EPIPE when the
- * sender closed or said END, or a negative errno. Control frames are the session's. */
+ * sender closed or said END, -EPROTO for a message that is not a framed block, or a
+ * negative errno. Control frames are the session's. */
 static int next_msg(struct xverbs *x, int wait_ms)
 {
         struct ds_error ignored;
@@ -206,15 +386,28 @@ static int next_msg(struct xverbs *x, int wait_ms)
                 if (n <= 0)
                         return n;
                 if (x->msg.kind == DS_MSG_DATA) {
+                        pthread_mutex_lock(&x->held_lock);
+                        x->held[x->received % XFTP_VERBS_WINDOW] = x->msg;
+                        x->held_done[x->received % XFTP_VERBS_WINDOW] = false;
+                        pthread_mutex_unlock(&x->held_lock);
                         x->has_msg = true;
                         x->msg_used = 0;
                         x->received++;
                         x->received_bytes += x->msg.len;
-                        return 1;
+                        return framed(&x->msg) ? 1 : -EPROTO;
                 }
                 ds_session_handle(&x->session, &x->msg, &ignored);
                 ds_link_release(x->link, &x->msg, 1);
         }
+}
+
+/* The stream a message holds: the header (at its end) first, then the payload. */
+static const uint8_t *stream_at(const struct xverbs *x, uint32_t at, uint32_t *left)
+{
+        uint32_t payload = x->msg.len - XFTP_MODEE_HEADER;
+        const uint8_t *buf = x->msg.buf;
+        *left = at < XFTP_MODEE_HEADER ? XFTP_MODEE_HEADER - at : x->msg.len - at;
+        return at < XFTP_MODEE_HEADER ? buf + payload + at : buf + (at - XFTP_MODEE_HEADER);
 }
 
 static ssize_t verbs_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
@@ -227,35 +420,56 @@ static ssize_t verbs_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
         while (done < len) {
                 if (!x->has_msg) {
                         int rc = next_msg(x, done || (flags & MSG_DONTWAIT) ? 0 : SLICE_MS);
-                        if (rc == 0 || (rc < 0 && done))
+                        if (rc == 0 || (rc < 0 && rc != -EPROTO && done))
                                 break;
                         if (rc == -EPIPE)
                                 return 0; /* the peer's end, as a socket's close reads */
                         if (rc < 0)
                                 return rc;
                 }
-                size_t left = x->msg.len - x->msg_used;
+                uint32_t left;
+                const uint8_t *from = stream_at(x, x->msg_used, &left);
                 size_t take = len - done < left ? len - done : left;
-                /* One copy: out of the receive slot, which goes back to the sender as
-                 * credit once read. */
-                memcpy((char *)buf + done, (const char *)x->msg.buf + x->msg_used, take);
+                /* A copy out of the receive slot (a header; a payload not lent), which goes
+                 * back to the sender as credit once read. */
+                memcpy((char *)buf + done, from, take);
                 done += take;
                 x->msg_used += (uint32_t)take;
                 if (x->msg_used == x->msg.len) {
-                        ds_link_release(x->link, &x->msg, 1);
                         x->has_msg = false;
+                        done_with(x, x->received - 1);
                 }
         }
         return done ? (ssize_t)done : -EAGAIN;
 }
 
+/* The payload of the message being read, its header read, when it is len bytes: lent
+ * where it lies, at the start of its receive slot (page-aligned, as O_DIRECT wants), and
+ * from there written to the file with no copy. */
+static void *verbs_lend(struct xftp_conn *c, size_t len, uint64_t *ticket)
+{
+        struct xverbs *x = c->impl;
+        if (x->sender || !x->has_msg || x->msg_used != XFTP_MODEE_HEADER ||
+            x->msg.len - XFTP_MODEE_HEADER != len)
+                return NULL;
+        x->has_msg = false;
+        *ticket = x->received - 1;
+        return x->msg.buf;
+}
+
+static void verbs_give_back(struct xftp_conn *c, uint64_t ticket)
+{
+        done_with(c->impl, ticket);
+}
+
+/* What is held goes with the link: nobody reuses its slots now. */
 static void stream_free(struct xverbs *x)
 {
-        if (x->has_msg)
-                ds_link_release(x->link, &x->msg, 1);
         ds_link_close(x->link); /* before the pool it registered */
         if (!x->pool_lent)
                 ds_pool_destroy(x->pool);
+        pthread_mutex_destroy(&x->held_lock);
+        pthread_mutex_destroy(&x->free_lock);
         free(x);
 }
 
@@ -287,6 +501,10 @@ static const struct xftp_conn_ops xconn_verbs = {
     .name = "verbs",
     .sendv = verbs_sendv,
     .recv = verbs_recv,
+    .take_buf = verbs_take_buf,
+    .put_buf = verbs_put_buf,
+    .lend = verbs_lend,
+    .give_back = verbs_give_back,
     .close = verbs_close,
     .drop = verbs_drop,
 };
@@ -308,6 +526,8 @@ static struct xverbs *stream_new(struct ds_link *link, bool sender, struct ds_er
         }
         x->link = link;
         x->sender = sender;
+        pthread_mutex_init(&x->held_lock, NULL);
+        pthread_mutex_init(&x->free_lock, NULL);
         return x;
 }
 

@@ -12,10 +12,11 @@
  *
  * Those buffers are a session's (struct xftp_verbs_buffers), made once and lent to the
  * links of each transfer, which register them (cheap: pages made are pages pinned fast).
- * One copy on each side: sendv copies the pipeline's buffers into the registered send
- * buffers (a block and its header make one message), recv copies out of the receive
- * slots, which go back to the sender as credit once read. Waits are 100 ms slices, as
- * xconn.h asks of a backend without a socket (fd is -1).
+ * One copy when sending: sendv copies the pipeline's buffers into the registered send
+ * buffers (a block and its header make one message). None when receiving: the pipeline
+ * reads a block's header with recv and borrows its payload where it lies (lend); the
+ * slot goes back to the sender as credit once the block is written (give_back). Waits are 100 ms
+ * slices, as xconn.h asks of a backend without a socket (fd is -1).
  *
  * The end: a sender's close says END and waits (at most the channel's timeout) for the
  * FINAL the receiver's close sends before it disconnects, so that no byte in flight is
