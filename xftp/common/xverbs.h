@@ -61,6 +61,9 @@ struct xftp_verbs_buffers {
  * verbs libraries loaded first; reserve or free joins it. Best effort: what fails here,
  * reserve does again and says why. */
 void xftp_verbs_buffers_warm(struct xftp_verbs_buffers *b, unsigned streams);
+/* Waits for the warming thread, if any: the pools it made are then the caller's to read
+ * (they are lent on, as made, without a wait for more). */
+void xftp_verbs_buffers_join(struct xftp_verbs_buffers *b);
 /* Pools for streams 0..streams-1, made now where missing. Returns 0 or a negative errno. */
 int xftp_verbs_buffers_reserve(struct xftp_verbs_buffers *b, unsigned streams,
                                struct ds_error *err);

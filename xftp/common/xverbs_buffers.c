@@ -34,7 +34,7 @@ static void *warm(void *arg)
         return NULL;
 }
 
-static void join_warmer(struct xftp_verbs_buffers *b)
+void xftp_verbs_buffers_join(struct xftp_verbs_buffers *b)
 {
         if (b->warming)
                 pthread_join(b->warmer, NULL);
@@ -43,7 +43,7 @@ static void join_warmer(struct xftp_verbs_buffers *b)
 
 void xftp_verbs_buffers_warm(struct xftp_verbs_buffers *b, unsigned streams)
 {
-        join_warmer(b);
+        xftp_verbs_buffers_join(b);
         if (streams <= b->count)
                 return;
         b->wanted = streams;
@@ -52,13 +52,13 @@ void xftp_verbs_buffers_warm(struct xftp_verbs_buffers *b, unsigned streams)
 
 int xftp_verbs_buffers_reserve(struct xftp_verbs_buffers *b, unsigned streams, struct ds_error *err)
 {
-        join_warmer(b);
+        xftp_verbs_buffers_join(b);
         return make_pools(b, streams, err);
 }
 
 void xftp_verbs_buffers_free(struct xftp_verbs_buffers *b)
 {
-        join_warmer(b);
+        xftp_verbs_buffers_join(b);
         for (unsigned i = 0; i < b->count; i++)
                 ds_pool_destroy(b->pool[i]);
         b->count = 0;

@@ -178,7 +178,7 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
         /* The 150 first: the client opens or accepts its links once it has read it, and
          * its rdma_cm handshake hides the rest of the buffers' making. */
         session_reply(s, "150 Opening %u verbs data channel%s.", n, n > 1 ? "s" : "");
-        xftp_verbs_buffers_reserve(&s->verbs_buffers, 0, &err); /* joins the warming */
+        xftp_verbs_buffers_join(&s->verbs_buffers);
         if (upload) {
                 rc = xftp_verbs_accept(s->verbs_listener, xfer_third_host_ok(s) ? NULL : &s->peer,
                                        conns, n, &opts, &err);
