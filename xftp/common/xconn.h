@@ -39,7 +39,8 @@ struct xftp_conn_ops {
          * another negative errno. A sendv of the block's header and then exactly that
          * payload, from the buffer's start, sends it in place, all or nothing: once it
          * returned the bytes as sent the buffer is the backend's again; until then (an
-         * error, -EAGAIN) it is the caller's, who gives it back by put_buf if not sent. */
+         * error, -EAGAIN) it is the caller's, who gives it back by put_buf if not sent,
+         * or abandons it with a connection that failed (closed, it lends nothing more). */
         int (*take_buf)(struct xftp_conn *c, size_t len, int wait_ms, void **buf);
         void (*put_buf)(struct xftp_conn *c, void *buf);
         /* May be NULL, both or neither: receiving without a copy. When the next len bytes

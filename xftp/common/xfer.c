@@ -230,6 +230,7 @@ static void *take_free(struct pipeline *pl, struct ds_error *err, int *rc)
 {
         void *buf = NULL;
 
+        *rc = 0;
         pthread_mutex_lock(&pl->lock);
         while (pl->free_count == 0 && (*rc = wait_locked(pl, err)) == 0)
                 ;
@@ -432,7 +433,7 @@ static int send_in_place(struct pipeline *pl, struct xftp_conn *conn, struct iov
                         progress(pl);
                         return 0;
                 }
-                int rc = retry_or_fail(pl, sent, "data send", err);
+                int rc = retry_or_fail(pl, sent == 0 ? -EIO : sent, "data send", err);
                 if (rc < 0)
                         return rc;
         }
@@ -498,7 +499,7 @@ static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err
 static int take_payload(struct pipeline *pl, struct xftp_conn *conn, struct piece *piece,
                         struct ds_error *err)
 {
-        int rc;
+        int rc = 0;
         if (conn->ops->lend && (piece->buf = conn->ops->lend(conn, piece->len, &piece->ticket))) {
                 piece->lender = conn;
                 progress(pl);
@@ -591,7 +592,7 @@ static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *la
         uint64_t end = o->length > UINT64_MAX - o->offset ? UINT64_MAX : o->offset + o->length;
         if (end > o->limit)
                 end = o->limit;
-        int rc;
+        int rc = 0;
         void *buf = take_free(pl, err, &rc);
 
         *last = true;
@@ -862,8 +863,6 @@ static void flight_drain(struct pipeline *pl, struct flight *f)
         }
 }
 
-/* Starts reads of the range while the window has room and buffers are free (waiting for a
- * buffer only when nothing is in flight). Returns 0 or a negative errno. */
 /* A buffer for a piece to be read and sent by connection piece->to: one that connection
  * lends where it can (the piece is then sent from where it was read), else the pool's.
  * With wait, until one is free (in slices that a stop or a failure ends); without, NULL
@@ -873,8 +872,9 @@ static int take_send_buffer(struct pipeline *pl, bool wait, struct piece *piece,
 {
         struct xftp_conn *conn = &pl->conns[piece->to];
         int rc = -EMSGSIZE;
-        /* Paced sends go in pieces (send_some): a lent buffer goes whole. */
-        if (conn->ops->take_buf && !pl->pace_chunk) {
+        /* A lent buffer goes whole, as a block's payload: not in MODE S, nor paced (whose
+         * sends go in pieces, send_some). */
+        if (conn->ops->take_buf && pl->mode == XFTP_XFER_BLOCKS && !pl->pace_chunk) {
                 while ((rc = conn->ops->take_buf(conn, piece->len, wait ? SLICE_MS : 0,
                                                  &piece->buf)) == -EAGAIN &&
                        wait && (rc = check_wait(pl, err)) == 0)
@@ -895,7 +895,8 @@ static int take_send_buffer(struct pipeline *pl, bool wait, struct piece *piece,
 }
 
 /* Starts reads of the range's next pieces, each dealt to the next connection in turn
- * (*dealt counts them), while the flight has room and buffers are free. */
+ * (*dealt counts them), while the flight has room and buffers are free (waiting for one
+ * only when nothing is in flight). Returns 0 or a negative errno. */
 static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint64_t *left,
                        unsigned *dealt, struct ds_error *err)
 {

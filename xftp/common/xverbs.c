@@ -248,10 +248,12 @@ static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms
         int rc;
 
         for (;;) {
+                /* A failure after bytes were taken returns their count: they are framed
+                 * and kept, and a caller that retries must not offer them again. */
                 bool whole = x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want;
                 if (x->out && whole) {
                         if ((rc = post_framed(x)) < 0)
-                                return rc;
+                                return used ? (ssize_t)used : rc;
                         if (rc == 0)
                                 break;
                         continue;
@@ -260,7 +262,7 @@ static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms
                         break;
                 if (!x->out && !(x->out = take_send_buf(x, wait_ms, &rc))) {
                         if (rc < 0)
-                                return rc;
+                                return used ? (ssize_t)used : rc;
                         break;
                 }
                 wait_ms = 0; /* bytes taken are kept: return them rather than wait again */
@@ -389,10 +391,10 @@ static int next_msg(struct xverbs *x, int wait_ms)
                         pthread_mutex_lock(&x->held_lock);
                         x->held[x->received % XFTP_VERBS_WINDOW] = x->msg;
                         x->held_done[x->received % XFTP_VERBS_WINDOW] = false;
+                        x->received++;
                         pthread_mutex_unlock(&x->held_lock);
                         x->has_msg = true;
                         x->msg_used = 0;
-                        x->received++;
                         x->received_bytes += x->msg.len;
                         return framed(&x->msg) ? 1 : -EPROTO;
                 }
@@ -484,6 +486,9 @@ static int verbs_close(struct xftp_conn *c)
         struct ds_error ignored;
         struct ds_wire_final final = {.messages = x->received, .bytes = x->received_bytes};
 
+        /* A block framed whole whose post found no room goes before the END. */
+        if (x->sender && x->out && x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want)
+                post_framed(x);
         if (x->sender)
                 ds_session_close(&x->session, x->sent, 0, &final, &ignored);
         else
@@ -552,6 +557,11 @@ static uint32_t admit(struct ds_session *s, void *ctx)
         }
         if (h->op != DS_OP_DEFAULT && h->op != DS_OP_WRITE) {
                 snprintf(a->why, sizeof(a->why), "an op other than RDMA WRITE");
+                return DS_ACK_UNSUPPORTED;
+        }
+        if (!(h->flags & DS_HELLO_MODEE)) {
+                snprintf(a->why, sizeof(a->why),
+                         "messages not framed as MODE E blocks, data first");
                 return DS_ACK_UNSUPPORTED;
         }
         if (h->streams != a->streams || h->stream >= a->streams || (a->seen >> h->stream & 1u) ||
@@ -659,7 +669,8 @@ static int connect_one(const struct xftp_addr *addr, unsigned stream, unsigned n
         } else {
                 rc = ds_pool_create(&x->pool, XFTP_VERBS_MSG, XFTP_VERBS_WINDOW, 0, err);
         }
-        struct ds_wire_hello hello = {.msg_size = XFTP_VERBS_MSG,
+        struct ds_wire_hello hello = {.flags = DS_HELLO_MODEE,
+                                      .msg_size = XFTP_VERBS_MSG,
                                       .flow = DS_FLOW_CREDIT,
                                       .op = DS_OP_DEFAULT,
                                       .streams = (uint16_t)n,

@@ -12,10 +12,13 @@
  *
  * Those buffers are a session's (struct xftp_verbs_buffers), made once and lent to the
  * links of each transfer, which register them (cheap: pages made are pages pinned fast).
- * One copy when sending: sendv copies the pipeline's buffers into the registered send
- * buffers (a block and its header make one message). None when receiving: the pipeline
- * reads a block's header with recv and borrows its payload where it lies (lend); the
- * slot goes back to the sender as credit once the block is written (give_back). Waits are 100 ms
+ * A message is one MODE E block, its data first and its header after it, so that the data
+ * lands page-aligned at the start of a slot (the hello says so: DS_HELLO_MODEE). No copy
+ * in user space: the sender's pipeline reads the file into the registered send buffers
+ * (take_buf) and each block is sent from there; the receiver's reads a block's header
+ * with recv and writes its data from the slot (lend), which goes back to the sender as
+ * credit once written (give_back). Bytes that come otherwise (-R sends in pieces, blocks
+ * larger than a buffer) are framed by copy, a large block cut into several. Waits are 100 ms
  * slices, as xconn.h asks of a backend without a socket (fd is -1).
  *
  * The end: a sender's close says END and waits (at most the channel's timeout) for the

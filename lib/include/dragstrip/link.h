@@ -33,7 +33,9 @@
  *
  * Threads: one thread drives a link's send side and one its receive side at a time
  * (blast's two interleaved workers take turns; sink uses one thread per link). Different
- * links are independent. Nothing here prints or exits.
+ * links are independent. The verbs backend takes a lock of its own in every call, so
+ * there a second thread may also reap and release (xftp's disk thread: buffers it reads
+ * into, slots it has written out). Nothing here prints or exits.
  *
  * Adding a backend:
  *   1. Write lib/src/link_NAME.c with a struct that embeds `struct ds_link base` first,

@@ -76,7 +76,10 @@ enum ds_wire_reject ds_wire_parse(const void *frame, size_t avail, uint32_t max_
 enum ds_hello_flags {
         DS_HELLO_VERIFY = 1 << 0, /* payloads carry the --verify pattern */
         DS_HELLO_EVENTS = 1 << 1, /* verbs: completion events on the receiver too */
-        DS_HELLO_FLAGS_ALL = (1 << 2) - 1,
+        /* each message is one MODE E block, its data first and its header last (xftp's
+         * verbs channel): a receiver that frames otherwise refuses the hello */
+        DS_HELLO_MODEE = 1 << 2,
+        DS_HELLO_FLAGS_ALL = (1 << 3) - 1,
 };
 
 #define DS_WIRE_OFFER_MAX 64
