@@ -266,7 +266,7 @@ left=$(find plain -mindepth 1 ! -name f)
 echo "ok: against xftpd --no-rdma, -x verbs exits 1 with '$(cat get.err)' and leaves no file"
 
 # Hostile or absent peers: a hello that does not fit the transfer (one stream where two are
-# due; messages above the limit) is refused before anything is registered, RPRT naming a
+# due; messages above the limit; messages not framed as MODE E blocks) is refused before anything is registered, RPRT naming a
 # port where nothing listens fails at once, a client that never connects is given up at
 # --data-timeout; each is a 425, and the session goes on.
 python3 - "$ip" "$DS_SRC/tests/integration" "$bin" <<'PY' || ds_vm_die "hostile peers: $(tail -5 xftpd.log)"
@@ -291,6 +291,7 @@ def blast_at(args, why):
 
 blast_at(['-l', '64K', '-q', '1'], 'stream 0 of 1 where 2 streams')
 blast_at(['-l', '8M', '-q', '2'], 'messages of 8388608 bytes')
+blast_at(['-l', '64K', '-q', '2'], 'not framed as MODE E blocks')
 
 c.expect(200, 'RPRT 40000')  # nothing listens there
 start = time.time()

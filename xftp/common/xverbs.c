@@ -559,11 +559,6 @@ static uint32_t admit(struct ds_session *s, void *ctx)
                 snprintf(a->why, sizeof(a->why), "an op other than RDMA WRITE");
                 return DS_ACK_UNSUPPORTED;
         }
-        if (!(h->flags & DS_HELLO_MODEE)) {
-                snprintf(a->why, sizeof(a->why),
-                         "messages not framed as MODE E blocks, data first");
-                return DS_ACK_UNSUPPORTED;
-        }
         if (h->streams != a->streams || h->stream >= a->streams || (a->seen >> h->stream & 1u) ||
             (a->seen && h->run_id != a->run_id)) {
                 snprintf(a->why, sizeof(a->why),
@@ -571,6 +566,12 @@ static uint32_t admit(struct ds_session *s, void *ctx)
                          "were due",
                          h->stream, h->streams, a->streams);
                 return DS_ACK_CONFLICT;
+        }
+        /* A sender of another framing (blast, an older xftp) would be misread. */
+        if (!(h->flags & DS_HELLO_MODEE)) {
+                snprintf(a->why, sizeof(a->why),
+                         "messages not framed as MODE E blocks, data first");
+                return DS_ACK_UNSUPPORTED;
         }
         /* The slots this side registers: never more than its window, whatever is asked. */
         if (h->window == 0 || h->window > XFTP_VERBS_WINDOW)
