@@ -684,6 +684,30 @@ static int lender_close(struct xftp_conn *c)
         return close(c->fd) < 0 ? -errno : 0;
 }
 
+/* A lender over the socket fd, as connection c. */
+static void lender_init(struct lender *l, struct xftp_conn *c, const struct xftp_conn_ops *ops,
+                        int fd)
+{
+        *l = (struct lender){.lent = 0};
+        pthread_mutex_init(&l->lock, NULL);
+        for (unsigned j = 0; j < LOANS; j++)
+                assert_non_null(l->bufs[j] = malloc(LOAN_BYTES));
+        *c = (struct xftp_conn){.ops = ops, .fd = fd, .impl = l};
+}
+
+/* Checks every loan came back once, closes c; returns the loans made. */
+static uint64_t lender_finish(struct lender *l, struct xftp_conn *c)
+{
+        uint64_t lent = l->lent;
+        assert_int_equal(l->misuse, 0);
+        assert_int_equal(l->returned, l->lent);
+        xftp_conn_close(c);
+        for (unsigned j = 0; j < LOANS; j++)
+                free(l->bufs[j]);
+        pthread_mutex_destroy(&l->lock);
+        return lent;
+}
+
 static const struct xftp_conn_ops lender_ops = {.name = "lender",
                                                 .recv = lender_recv,
                                                 .lend = lender_lend,
@@ -708,14 +732,8 @@ static void test_a_lending_backend_gets_every_loan_back(void **state)
         struct ds_error err = {{0}};
 
         connect_pairs(send_fds, recv_fds, 2);
-        for (unsigned i = 0; i < 2; i++) {
-                lenders[i] = (struct lender){.lent = 0};
-                pthread_mutex_init(&lenders[i].lock, NULL);
-                for (unsigned j = 0; j < LOANS; j++)
-                        assert_non_null(lenders[i].bufs[j] = malloc(LOAN_BYTES));
-                conns[i] =
-                    (struct xftp_conn){.ops = &lender_ops, .fd = recv_fds[i], .impl = &lenders[i]};
-        }
+        for (unsigned i = 0; i < 2; i++)
+                lender_init(&lenders[i], &conns[i], &lender_ops, recv_fds[i]);
         assert_int_equal(pthread_create(&s.thread, NULL, send_main, &s), 0);
         int fd = open(fx->dst, O_WRONLY | O_CREAT, 0600);
         assert_true(fd >= 0);
@@ -731,14 +749,8 @@ static void test_a_lending_backend_gets_every_loan_back(void **state)
         assert_true(received.finished > 0);
         uint64_t lent = 0;
         for (unsigned i = 0; i < 2; i++) {
-                assert_int_equal(lenders[i].misuse, 0);
-                assert_int_equal(lenders[i].returned, lenders[i].lent);
                 assert_true(lenders[i].most_out <= LOANS);
-                lent += lenders[i].lent;
-                xftp_conn_close(&conns[i]);
-                for (unsigned j = 0; j < LOANS; j++)
-                        free(lenders[i].bufs[j]);
-                pthread_mutex_destroy(&lenders[i].lock);
+                lent += lender_finish(&lenders[i], &conns[i]);
         }
         /* every block was lent, none copied */
         assert_int_equal(lent, (FILE_SIZE + opts.block - 1) / opts.block);
@@ -837,14 +849,8 @@ static void test_a_lending_sender_sends_in_place_and_gets_every_buffer_back(void
                                                         .close = lender_close};
 
         connect_pairs(send_fds, recv_fds, 2);
-        for (unsigned i = 0; i < 2; i++) {
-                lenders[i] = (struct lender){.lent = 0};
-                pthread_mutex_init(&lenders[i].lock, NULL);
-                for (unsigned j = 0; j < LOANS; j++)
-                        assert_non_null(lenders[i].bufs[j] = malloc(LOAN_BYTES));
-                conns[i] =
-                    (struct xftp_conn){.ops = &sender_ops, .fd = send_fds[i], .impl = &lenders[i]};
-        }
+        for (unsigned i = 0; i < 2; i++)
+                lender_init(&lenders[i], &conns[i], &sender_ops, send_fds[i]);
         struct receiver r = {.fds = recv_fds, .n = 2, .opts = opts, .path = fx->dst};
         assert_int_equal(pthread_create(&r.thread, NULL, receive_main, &r), 0);
         int fd = open(fx->src, O_RDONLY);
@@ -860,14 +866,8 @@ static void test_a_lending_sender_sends_in_place_and_gets_every_buffer_back(void
         assert_int_equal(r.rc, 0);
         check_dst(fx, 0, FILE_SIZE);
         uint64_t lent = 0;
-        for (unsigned i = 0; i < 2; i++) {
-                assert_int_equal(lenders[i].misuse, 0);
-                assert_int_equal(lenders[i].returned, lenders[i].lent);
-                lent += lenders[i].lent;
-                for (unsigned j = 0; j < LOANS; j++)
-                        free(lenders[i].bufs[j]);
-                pthread_mutex_destroy(&lenders[i].lock);
-        }
+        for (unsigned i = 0; i < 2; i++)
+                lent += lender_finish(&lenders[i], &conns[i]);
         assert_int_equal(lent, (FILE_SIZE + opts.block - 1) / opts.block);
 }
 
