@@ -5,7 +5,10 @@
 # through xftpd between tmpfs stores, and xftp over TCP to the same address, RUNS times.
 # One line per run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run number.
 # blast sends for 5 s and the sink's figure counts (first to last arrival); xftp's is its
-# own, from the data channel's set-up to the server's 226 (and the file's sync).
+# own, from the data channel's set-up to the server's 226 (and the file's sync). With
+# DS_BIN_B naming a second build, its xftp and xftpd (a server of their own) put and get
+# over verbs in every run too, beside the first build's: cases put-verbs-b and
+# get-verbs-b, for a change measured side by side in one boot.
 #   boot.sh --mem 3G bench/xftp-verbs.guest.sh RUNS MIB
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,11 +28,21 @@ printf 'pw\n' | "$bin/xftpd" --add-user users t >/dev/null
 timeout $((runs * 6 * limit)) "$bin/xftpd" -p 2121 --listen "$ip" --root root --users users \
 	--run-as nobody 2>"$logs/xftpd.log" &
 xftpd_pid=$!
+bin_b=${DS_BIN_B:-}
+xftpd_b_pid=
+if [ -n "$bin_b" ]; then
+	mkdir -p root-b
+	chown nobody root-b
+	timeout $((runs * 8 * limit)) "$bin_b/xftpd" -p 2122 --listen "$ip" --root root-b \
+		--users users --run-as nobody 2>"$logs/xftpd-b.log" &
+	xftpd_b_pid=$!
+fi
 timeout $((runs * 6 * limit)) "$bin/sink" -x verbs -B "$ip" -p 5050 --json \
 	>"$logs/sink.json" 2>"$logs/sink.err" &
 sink_pid=$!
-trap 'kill "$xftpd_pid" "$sink_pid" 2>/dev/null || true' EXIT
+trap 'kill "$xftpd_pid" $xftpd_b_pid "$sink_pid" 2>/dev/null || true' EXIT
 ds_vm_wait_tcp 2121 || ds_vm_die "xftpd did not listen"
+[ -z "$bin_b" ] || ds_vm_wait_tcp 2122 || ds_vm_die "the second build's xftpd did not listen"
 ds_vm_wait_rdma_cm 5050 || ds_vm_die "sink did not listen"
 url=ftp://t:pw@$ip:2121
 head -c $((mib * 1048576)) /dev/urandom >src
@@ -47,29 +60,40 @@ blast_run() {
 }
 
 # xftp_run LINK OP: one put (src to the store) or get (back again), its own figure.
+# xftp_run LINK OP [b]: with b, the second build against its own xftpd.
 xftp_run() {
-	local link=$1 op=$2 name=$logs/xftp-$1-$2-$run args
-	if [ "$op" = put ]; then args=(put src "$url/f"); else args=(get "$url/f" back); fi
-	timeout "$limit" "$bin/xftp" -x "$link" --json "${args[@]}" >"$name.json" 2>"$name.err" ||
-		ds_vm_die "xftp -x $link $op: $(cat "$name.err") $(tail -3 "$logs/xftpd.log")"
+	local link=$1 op=$2 b=${3:-} name=$logs/xftp-$1-$2${3:+-b}-$run args xbin=$bin at=$url
+	[ -z "$b" ] || xbin=$bin_b at=ftp://t:pw@$ip:2122
+	if [ "$op" = put ]; then args=(put src "$at/f"); else args=(get "$at/f" back); fi
+	timeout "$limit" "$xbin/xftp" -x "$link" --json "${args[@]}" >"$name.json" 2>"$name.err" ||
+		ds_vm_die "xftp -x $link $op${b:+ (second build)}: $(cat "$name.err")"
 	[ "$op" = put ] || { cmp -s src back || ds_vm_die "xftp -x $link get: the bytes differ"; }
 	rm -f back
-	record "$op-$link" "$(jq -r '.MB_per_s' "$name.json")"
+	record "$op-$link${b:+-b}" "$(jq -r '.MB_per_s' "$name.json")"
+}
+
+# The verbs put and get of each build, the first build first in odd runs.
+verbs_runs() {
+	local builds=(a b) which
+	((run % 2)) || builds=(b a)
+	for which in "${builds[@]}"; do
+		[ "$which" = a ] || [ -n "$bin_b" ] || continue
+		xftp_run verbs put "${which/a/}"
+		xftp_run verbs get "${which/a/}"
+	done
 }
 
 for ((run = 1; run <= runs; run++)); do
 	# Who goes first alternates, so drift in the host's load favours neither.
 	if ((run % 2)); then
 		blast_run
-		xftp_run verbs put
-		xftp_run verbs get
+		verbs_runs
 		xftp_run tcp put
 		xftp_run tcp get
 	else
 		xftp_run tcp put
 		xftp_run tcp get
-		xftp_run verbs put
-		xftp_run verbs get
+		verbs_runs
 		blast_run
 	fi
 done

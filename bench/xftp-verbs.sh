@@ -7,7 +7,8 @@
 # The guest half is xftp-verbs.guest.sh. Needs root, qemu and a VM cache
 # (tests/vm/prepare.sh; DS_VM_CACHE names it); holds /tmp/ds-bench.lock.
 #   DS_BIN=build/bin bench/xftp-verbs.sh [RUNS] [MIB]
-# Defaults: 3 runs of 256 MiB.
+# Defaults: 3 runs of 256 MiB. DS_BIN_B=DIR adds a second build's xftp -x verbs put and get
+# (against its own xftpd) to every run, with their medians and the per-run ratios B/A.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -24,13 +25,17 @@ fi
 for tool in xftp xftpd blast sink; do
 	[ -x "$bin/$tool" ] || { echo "bench: no $tool in DS_BIN=$bin" >&2; exit 1; }
 done
+bin_b=${DS_BIN_B:-}
+for tool in ${bin_b:+xftp xftpd}; do
+	[ -x "$bin_b/$tool" ] || { echo "bench: no $tool in DS_BIN_B=$bin_b" >&2; exit 1; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # The guest's tmpfs holds the file three times (source, store, copy back).
-DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --mem 3G --cpu max,-erms,-fsrm \
-	--timeout $((180 + runs * 6 * (60 + mib))) --workdir "$work/vm" \
+DS_BIN=$(cd "$bin" && pwd) DS_BIN_B=${bin_b:+$(cd "$bin_b" && pwd)} "$here/../tests/vm/boot.sh" --mem 3G --cpu max,-erms,-fsrm \
+	--timeout $((180 + runs * 8 * (60 + mib))) --workdir "$work/vm" \
 	"$here/xftp-verbs.guest.sh" "$runs" "$mib" >"$work/console.log" 2>&1 || {
 	tail -40 "$work/console.log" >&2
 	echo "bench: the VM run failed (its console above)" >&2
@@ -43,7 +48,7 @@ printf 'alternating; host load before: %s, after: %s. MB/s = 10^6 bytes/s.\n\n' 
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %9s %9s %9s\n' case median min max
 declare -A median
-for c in blast put-verbs get-verbs put-tcp get-tcp; do
+for c in blast put-verbs get-verbs put-tcp get-tcp ${bin_b:+put-verbs-b get-verbs-b}; do
 	read -r med lo hi <<<"$(bench_median "$work/vm/results.tsv" "$c")"
 	median[$c]=$med
 	printf '%-12s %9.1f %9.1f %9.1f\n' "$c" "$med" "$lo" "$hi"
@@ -55,4 +60,14 @@ for op in put get; do
 		"$(ratio "${median[$op-verbs]}" "${median[blast]}")"
 	printf 'ratio %s -x verbs / -x tcp             %s\n' "$op" \
 		"$(ratio "${median[$op-verbs]}" "${median[$op-tcp]}")"
+done
+# The second build against the first: the median of each run's ratio (the two ran one
+# after the other, so the host's drift cancels), and its spread.
+for op in ${bin_b:+put get}; do
+	awk -F'\t' -v a="$op-verbs" -v b="$op-verbs-b" '
+		$1 == a { va[$3] = $2 } $1 == b { vb[$3] = $2 }
+		END { for (r in va) if ((r in vb) && va[r] > 0) printf "x\t%.6g\n", vb[r] / va[r] }' \
+		"$work/vm/results.tsv" >"$work/pairs.tsv"
+	read -r med lo hi <<<"$(bench_median "$work/pairs.tsv" x)"
+	printf 'ratio %s -x verbs B / A, per run       %.2f (%.2f-%.2f)\n' "$op" "$med" "$lo" "$hi"
 done
