@@ -871,26 +871,31 @@ static int take_send_buffer(struct pipeline *pl, bool wait, struct piece *piece,
                             struct ds_error *err)
 {
         struct xftp_conn *conn = &pl->conns[piece->to];
-        int rc = -EMSGSIZE;
+        int rc;
         /* A lent buffer goes whole, as a block's payload: not in MODE S, nor paced (whose
          * sends go in pieces, send_some). */
         if (conn->ops->take_buf && pl->mode == XFTP_XFER_BLOCKS && !pl->pace_chunk) {
-                while ((rc = conn->ops->take_buf(conn, piece->len, wait ? SLICE_MS : 0,
-                                                 &piece->buf)) == -EAGAIN &&
-                       wait && (rc = check_wait(pl, err)) == 0)
-                        ;
-                if (rc == 0)
-                        piece->lender = conn;
-                if (rc == -EAGAIN)
-                        piece->buf = NULL, rc = 0;
-                else if (rc < 0 && rc != -EMSGSIZE && rc != -ECANCELED && rc != -EINTR &&
-                         rc != -ETIMEDOUT)
-                        ds_fail(err, rc, "data connection buffers");
+                for (;;) {
+                        rc =
+                            conn->ops->take_buf(conn, piece->len, wait ? SLICE_MS : 0, &piece->buf);
+                        if (rc == 0) {
+                                piece->lender = conn;
+                                return 0;
+                        }
+                        if (rc == -EMSGSIZE)
+                                break; /* larger than its buffers: the pool's */
+                        if (rc != -EAGAIN)
+                                return ds_fail(err, rc, "data connection buffers");
+                        if (!wait) {
+                                piece->buf = NULL;
+                                return 0;
+                        }
+                        if ((rc = check_wait(pl, err)) < 0)
+                                return rc;
+                }
         }
-        if (rc == -EMSGSIZE) {
-                rc = 0;
-                piece->buf = wait ? take_free(pl, err, &rc) : try_take_free(pl);
-        }
+        rc = 0;
+        piece->buf = wait ? take_free(pl, err, &rc) : try_take_free(pl);
         return rc;
 }
 

@@ -177,7 +177,6 @@ static void *take_send_buf(struct xverbs *x, int wait_ms, int *rc)
         struct ds_error ignored;
         int got = 0;
 
-        *rc = 0;
         pthread_mutex_lock(&x->free_lock);
         if (x->free_count == 0) {
                 pthread_mutex_unlock(&x->free_lock);
@@ -216,6 +215,12 @@ static int post_block(struct xverbs *x, uint8_t *buf, const struct xftp_modee_bl
         return rc;
 }
 
+/* Whether the framer holds a message whose header and payload are all there. */
+static bool framed_whole(const struct xverbs *x)
+{
+        return x->out && x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want;
+}
+
 /* The framer's message, when its payload is all there: sent, and the block moves on to
  * its next message or is done. Returns 1, 0 (no room now: try again), or a negative
  * errno. */
@@ -250,8 +255,7 @@ static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms
         for (;;) {
                 /* A failure after bytes were taken returns their count: they are framed
                  * and kept, and a caller that retries must not offer them again. */
-                bool whole = x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want;
-                if (x->out && whole) {
+                if (framed_whole(x)) {
                         if ((rc = post_framed(x)) < 0)
                                 return used ? (ssize_t)used : rc;
                         if (rc == 0)
@@ -487,7 +491,7 @@ static int verbs_close(struct xftp_conn *c)
         struct ds_wire_final final = {.messages = x->received, .bytes = x->received_bytes};
 
         /* A block framed whole whose post found no room goes before the END. */
-        if (x->sender && x->out && x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want)
+        if (x->sender && framed_whole(x))
                 post_framed(x);
         if (x->sender)
                 ds_session_close(&x->session, x->sent, 0, &final, &ignored);
