@@ -17,6 +17,8 @@ usage: boot.sh [options] SCRIPT [ARGS...]
                      their mount points are in $DS_VM_DISKS (comma-separated)
   --disk-bps BYTES   per-disk throttle, bytes/s (qemu throttling.bps-total)
   --disk-size SIZE   size of each disk image (default 1G; sparse)
+  --disk-dir DIR     keep the disk images in DIR: made there if missing, used as they are
+                     if not (a second boot finds the first one's files, after a crash too)
   --mem M            guest memory (default 2G)
   --smp N            guest CPUs (default 2)
   --cpu MODEL        qemu -cpu (default max); max,-erms,-fsrm makes the guest kernel copy
@@ -39,7 +41,7 @@ die() {
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 
-disks=0 disk_bps="" disk_size=1G mem=2G smp=2 cpu=max timeout=600
+disks=0 disk_bps="" disk_size=1G disk_dir="" mem=2G smp=2 cpu=max timeout=600
 cache=${DS_VM_CACHE:-/var/tmp/dragstrip-vm}
 workdir="" net="" mac=""
 extra_env=()
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--disks) disks=${2-} ;;
 	--disk-bps) disk_bps=${2-} ;;
 	--disk-size) disk_size=${2-} ;;
+	--disk-dir) disk_dir=${2-} ;;
 	--mem) mem=${2-} ;;
 	--smp) smp=${2-} ;;
 	--cpu) cpu=${2-} ;;
@@ -137,8 +140,13 @@ mkdir -p "$workdir/.dsvm"
 
 drives=()
 if [ "$disks" -gt 0 ]; then
-	diskdir=$(mktemp -d "$tmpbase/dsvm-disks.XXXXXX") || die "cannot create a disk dir in $tmpbase"
-	tmpdirs+=("$diskdir")
+	if [ -n "$disk_dir" ]; then
+		mkdir -p "$disk_dir" || die "cannot create --disk-dir $disk_dir"
+		diskdir=$disk_dir
+	else
+		diskdir=$(mktemp -d "$tmpbase/dsvm-disks.XXXXXX") || die "cannot create a disk dir in $tmpbase"
+		tmpdirs+=("$diskdir")
+	fi
 	command -v mkfs.ext4 >/dev/null || die "mkfs.ext4 not found: apt-get install e2fsprogs"
 	# cache=none opens the images with O_DIRECT, which some file systems (tmpfs
 	# on older kernels) refuse; qemu's throttling works either way.
@@ -150,11 +158,14 @@ if [ "$disks" -gt 0 ]; then
 	rm -f "$diskdir/probe"
 	for ((i = 0; i < disks; i++)); do
 		img=$diskdir/disk$i.img
-		truncate -s "$disk_size" "$img" || die "cannot create $img"
-		# Inode tables and journal written now, so that the guest's lazy init
-		# does not eat the throttled bandwidth during a test.
-		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img" ||
-			die "mkfs.ext4 $img failed"
+		if [ ! -f "$img" ]; then
+			truncate -s "$disk_size" "$img.new" || die "cannot create $img"
+			# Inode tables and journal written now, so that the guest's lazy init
+			# does not eat the throttled bandwidth during a test.
+			mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img.new" ||
+				die "mkfs.ext4 $img failed"
+			mv "$img.new" "$img"
+		fi
 		d="file=$img,if=virtio,format=raw,cache=$cachemode,aio=threads"
 		[ -z "$disk_bps" ] || d="$d,throttling.bps-total=$disk_bps"
 		drives+=(-drive "$d")
