@@ -189,9 +189,9 @@ void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
                 file->store->ops->prefix(file, prefix_end);
 }
 
-int xftp_store_sync(struct xftp_store_file *file)
+int xftp_store_write_out(struct xftp_store_file *file)
 {
-        return file->store->ops->sync ? file->store->ops->sync(file) : 0;
+        return file->store->ops->write_out ? file->store->ops->write_out(file) : 0;
 }
 
 int xftp_store_commit(struct xftp_store_file *file)

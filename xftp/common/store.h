@@ -8,10 +8,10 @@
  *
  * Uploads are written under a hidden temporary name beside the final one (".xftpd-part."
  * and a key made of the user and the name) and renamed into place only by
- * xftp_store_commit(), after fsync. A plain-directory store keeps an interrupted upload
- * there, with the length of its whole prefix, so that REST + STOR continues it; a striped
- * store discards it. Names starting with ".xftpd-" are the store's own: they are never
- * listed and every operation on them is refused. */
+ * xftp_store_commit(), their data on the disk first. A plain-directory store keeps an
+ * interrupted upload there, with the length of its whole prefix, so that REST + STOR
+ * continues it; a striped store discards it. Names starting with ".xftpd-" are the store's
+ * own: they are never listed and every operation on them is refused. */
 #ifndef XFTP_STORE_H
 #define XFTP_STORE_H
 
@@ -97,17 +97,23 @@ uint64_t xftp_store_upload_start(const struct xftp_store_file *file);
 /* Records that bytes [0, prefix_end) of the upload are written, the resume point a later
  * REST may ask for. Cheap enough to call for every block. */
 void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end);
-/* Syncs the upload, once all its data is written, ahead of its commit, where the store
- * can do that apart (a plain directory; a striped set syncs in its commit); the commit
- * then does not sync it again. Returns 0 or a negative errno; after a failure the upload
- * cannot be committed (the commit returns the same error). */
-int xftp_store_sync(struct xftp_store_file *file);
-/* Syncs the upload and renames it to its final name. Returns 0 or a negative errno. */
+/* Writes the upload's data out to the disk and waits for it, once all of it is written,
+ * ahead of its commit, where the store can do that apart (a plain directory; a striped set
+ * syncs in its commit); the commit then does not write it out again. Returns 0 or a
+ * negative errno; after a failure the upload cannot be committed (the commit returns the
+ * same error). */
+int xftp_store_write_out(struct xftp_store_file *file);
+/* Writes the upload out and renames it to its final name: on a plain directory the data
+ * is on the disk (perhaps in its cache) before the name is made, and both are durable
+ * once the directory's sync is paid (xftp_store_owe). Returns 0 or a negative errno. */
 int xftp_store_commit(struct xftp_store_file *file);
 
-/* A directory whose sync is owed: uploads were renamed into it (their data synced) and
- * their names may not be durable yet. One fsync pays for every rename before it, so a
- * server may answer first and pay once for a run of uploads into one directory. */
+/* A directory whose sync is owed: uploads were renamed into it (their data written out,
+ * not flushed from the disk's cache) and neither their names nor their data may be
+ * durable yet. One fsync of the directory pays for every rename and every write before
+ * it: it commits the file system's journal, which commits in order and flushes the disk's
+ * cache first (ext4, XFS). So a server may answer first and pay once for a run of uploads
+ * into one directory, and a crash before the payment leaves no name over missing data. */
 struct xftp_store_owed {
         int dir_fd; /* -1: nothing owed */
         uint64_t dev, ino;

@@ -21,8 +21,8 @@
 
 #define DIRECT_ALIGN 4096u /* covers 512-byte and 4 KiB sectors alike */
 /* A write shorter than this goes through the page cache even when aligned: a small
- * upload's O_DIRECT write waited for the disk (180 us for 64 KiB here) only for the fsync
- * that commits it to write the file once more. */
+ * upload's O_DIRECT write waited for the disk (180 us for 64 KiB here) only for the write
+ * out before its commit to wait for the disk once more. */
 #define DIRECT_WRITE_MIN (1u << 20)
 
 #define DIRECT_NOT_YET (-2) /* direct_fd asked for, not opened yet */

@@ -84,8 +84,8 @@ static bool allo_reached(const struct session *s, const struct job *job)
  * with its round trip: the control connection's least round trip (tcpi_min_rtt; its
  * smoothed tcpi_rtt counts the client's delayed ACKs of replies, 10 ms and more on
  * loopback), no less than HANGUP_WAIT_FLOOR_NS, no more than the 25 ms that once was
- * waited after every upload and cost a tree of 2,000 small files 13.6 s. The file's fsync
- * (on a plain store) runs inside this wait: where it takes longer, the wait adds nothing. */
+ * waited after every upload and cost a tree of 2,000 small files 13.6 s. The file's write
+ * out (on a plain store) runs inside this wait: where it takes longer, the wait adds nothing. */
 #define HANGUP_WAIT_FLOOR_NS 200000ull
 #define HANGUP_WAIT_CEIL_NS  25000000ull
 
@@ -105,14 +105,14 @@ static uint64_t hangup_wait_ns(int ctl_fd)
 
 /* A MODE S upload ends when the client closes the data connection, which is also what a
  * client killed mid-transfer does; its control connection closes in the same instant. So
- * the upload's data is synced first (commit needs that anyway), then the control
+ * the upload's data is written out first (commit needs that anyway), then the control
  * connection is looked at (the kernel's view, not the watcher's, which a loaded machine
- * could schedule too late) until hangup_wait_ns after the data's end. Returns the sync's
- * result: once an fsync has failed, a later one may not say so again. */
+ * could schedule too late) until hangup_wait_ns after the data's end. Returns the write's
+ * result: once a writeback has failed, a later wait may not say so again. */
 static int finish_stream_upload(struct session *s, struct job *job)
 {
         uint64_t deadline = job->data_end_ns + hangup_wait_ns(s->ctl.fd);
-        int rc = xftp_store_sync(job->file);
+        int rc = xftp_store_write_out(job->file);
         uint64_t now = ds_now_ns();
         uint64_t left = deadline > now ? deadline - now : 0;
         struct timespec wait = {.tv_sec = (time_t)(left / 1000000000u),
@@ -381,7 +381,7 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                              whole && rc == 0 ? "ok" : "kept partial");
         bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
         if (whole && rc == 0) {
-                /* The data is on disk and under its name; the name is made durable later,
+                /* The data is on the disk and under its name; both are made durable later,
                  * one directory sync for a run of uploads (session_pay_owed). */
                 xfer_reply_done(s, "Transfer complete.");
                 session_check_paid(s, xftp_store_owe(job.file, &s->owed));
