@@ -1,8 +1,9 @@
-# When a committed upload's name is made durable (its directory's fsync): a run of uploads
-# into one directory pays one sync, not one per file; the sync comes before any reply that
-# shows a name (SIZE), before QUIT's 221, when the client falls quiet, and when the client
-# goes without QUIT. strace follows the session's main thread: its renames, fsyncs and
-# replies, in the order it makes them.
+# When a committed upload is made durable, name and data (its directory's fsync): its data
+# is written out before its rename; a run of uploads into one directory pays one sync, not
+# one per file; the sync comes before any reply that shows a name (SIZE), before QUIT's
+# 221, when the client falls quiet, and when the client goes without QUIT. strace follows
+# the session's main thread: its write-outs, renames, fsyncs and replies, in the order it
+# makes them.
 source "$(dirname "$0")/xftpd_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 make_store
@@ -23,13 +24,16 @@ def traced_login(trace):
         c.login(user, password)
         return c
     return traced(server, login, ['-qq', '-y', '-s', '40', '-o', trace, '-e',
-                                  'trace=renameat,fsync,sendmsg'])
+                                  'trace=sync_file_range,renameat,fsync,sendmsg'])
 
 def events(trace):
-    """The traced calls in order: ('rename', dir), ('sync', dir) for a directory's fsync
-    (not a file's), ('reply', text)."""
+    """The traced calls in order: ('write_out', dir) for a partial's sync_file_range,
+    ('rename', dir), ('sync', dir) for a directory's fsync (not a file's), ('reply', text)."""
     out = []
     for line in open(trace):
+        m = re.match(r'sync_file_range\(\d+<([^>]*)/\.xftpd-part\.', line)
+        if m:
+            out.append(('write_out', m.group(1)))
         m = re.match(r'renameat\(\d+<([^>]*)>', line)
         if m:
             out.append(('rename', m.group(1)))
@@ -82,6 +86,10 @@ last = max(i for i, e in enumerate(evs) if e == ('rename', run))
 size = next(i for i, e in enumerate(evs) if e[0] == 'reply' and e[1].startswith('213 70000'))
 assert ('sync', run) in evs[last:size], 'SIZE answered before the names were synced: %s' % evs
 print('ok ten uploads, %d sync(s) of their directory, the last before SIZE answers' % len(syncs))
+
+steps = [e for e in evs if e in (('write_out', run), ('rename', run))]
+assert steps == [('write_out', run), ('rename', run)] * 10, steps
+print('ok each upload written out before its rename')
 
 done = next(i for i, e in enumerate(evs) if e == ('rename', quiet))
 noop = next(i for i, e in enumerate(evs) if i > done and e[0] == 'reply' and e[1].startswith('200 NOOP'))
