@@ -12,7 +12,9 @@
 #   DS_BIN=build/bin bench/xftp-tree.sh [DIR] [ROUNDS] [FILES]
 # Needs root (caches, network namespaces) and holds /tmp/ds-bench.lock. DS_TREE_CASES
 # limits the cases (a regular expression on their names); DS_TREE_DIRS (default 20) and
-# DS_TREE_SIZE (default 64K) shape the tree.
+# DS_TREE_SIZE (default 64K) shape the tree. DS_BIN_B=DIR adds a second build's xftp and
+# xftpd: its get, its put and lftp's put into its xftpd (cases ending in -b) run in every
+# round beside the first build's, with the ratios of their medians, B/A.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,7 +24,7 @@ set -euo pipefail
 # the seconds from CMD's start to the end of the sync. On any exit, every process left in
 # the namespace (the servers and their sessions) is ended.
 if [ -n "${DS_TREE_RUN:-}" ]; then
-	work=$DS_TREE_WORK bin=$DS_BIN servers=$1 cmd=$2
+	work=$DS_TREE_WORK servers=$1 cmd=$2
 	# shellcheck disable=SC2317 # called by the EXIT trap
 	sweep() {
 		local pid i
@@ -40,7 +42,10 @@ if [ -n "${DS_TREE_RUN:-}" ]; then
 	trap sweep EXIT
 	trap 'sweep; exit 143' TERM
 	ip link set lo up
-	if [[ $servers == *x* ]]; then
+	# x: the first build's xftpd, b: the second's (DS_BIN_B), on the same port and store.
+	if [[ $servers == *[xb]* ]]; then
+		bin=$DS_BIN
+		[[ $servers != *b* ]] || bin=$DS_BIN_B
 		"$bin/xftpd" -p 2122 --listen 127.0.0.1 --root "$work/xs/root" --users "$work/xs/users" \
 			--run-as nobody >>"$work/xs/log" 2>&1 </dev/null &
 		bench_wait_listening 2122
@@ -69,6 +74,13 @@ if [ -z "${DS_TREE_LOCKED:-}" ]; then
 fi
 bin=${DS_BIN:?DS_BIN must name the folder of the built tools}
 bin=$(cd "$bin" && pwd)
+bin_b=${DS_BIN_B:-}
+if [ -n "$bin_b" ]; then
+	bin_b=$(cd "$bin_b" && pwd)
+	for tool in xftp xftpd; do
+		[ -x "$bin_b/$tool" ] || { echo "bench: no $tool in DS_BIN_B=$bin_b" >&2; exit 1; }
+	done
+fi
 dir=${1:-/var/tmp}
 rounds=${2:-5}
 files=${3:-2000}
@@ -138,11 +150,18 @@ if ! "$bin/xftp" --help 2>&1 | grep -q -- --update; then
 	notes+=("xftp-update-get skipped: xftp --help lists no --update")
 	unset 'cases[${#cases[@]}-1]'
 fi
+if [ -n "$bin_b" ]; then
+	cases+=(
+		"xftp-get-b|b|$dst||$bin_b/xftp -q -r get $x/tree $dst"
+		"xftp-put-b|b|$work/xs/root/dst||$bin_b/xftp -q -r put $src $x/dst"
+		"lftp-put-xftpd-b|b|$work/xs/root/dst||lftp -c 'open $x; mirror -R --parallel=4 $src dst'"
+	)
+fi
 
 # in_netns SERVERS CMD: CMD in a fresh network namespace with SERVERS; its seconds into
 # $work/seconds. In the background, so that a signal here ends the wait at once.
 in_netns() {
-	DS_TREE_RUN=1 DS_TREE_WORK=$work DS_BIN=$bin unshare -n bash "$0" "$@" >"$work/seconds" &
+	DS_TREE_RUN=1 DS_TREE_WORK=$work DS_BIN=$bin DS_BIN_B=$bin_b unshare -n bash "$0" "$@" >"$work/seconds" &
 	run_pid=$!
 	wait "$run_pid" || return
 	run_pid=
@@ -198,17 +217,19 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 med() { bench_median "$results" "$1" | cut -d' ' -f1; }
-ratio() { # A B WANT: the ratio of the medians A/B, and whether it meets WANT (">= 1.5")
+ratio() { # A B [WANT]: the ratio of the medians A/B, and whether it meets WANT (">= 1.5")
 	local a b
 	a=$(med "$1") b=$(med "$2")
 	if [ -z "$(awk -F'\t' -v n="$1" '$1 == n' "$results")" ] ||
 		[ -z "$(awk -F'\t' -v n="$2" '$1 == n' "$results")" ]; then
-		printf '%-34s %6s   want %s\n' "$1 / $2" - "$3"
+		printf '%-34s %6s%s\n' "$1 / $2" - "${3:+   want $3}"
 		return
 	fi
-	awk -v a="$a" -v b="$b" -v n="$1 / $2" -v op="${3%% *}" -v w="${3##* }" 'BEGIN {
-		r = a / b; ok = (op == ">=") ? r >= w : r <= w
-		printf "%-34s %6.2f   want %s %s   %s\n", n, r, op, w, ok ? "met" : "NOT met" }'
+	awk -v a="$a" -v b="$b" -v n="$1 / $2" -v want="${3:-}" 'BEGIN {
+		r = a / b; split(want, w, " ")
+		if (want == "") { printf "%-34s %6.2f\n", n, r; exit }
+		ok = (w[1] == ">=") ? r >= w[2] : r <= w[2]
+		printf "%-34s %6.2f   want %s %s   %s\n", n, r, w[1], w[2], ok ? "met" : "NOT met" }'
 }
 bytes=$((files * size))
 printf "\n%d files of %s in %d directories (%s) copied on loopback in %s; every run in a\n" \
@@ -228,4 +249,10 @@ ratio lftp-get xftp-get ">= 1.5"
 ratio wget-get xftp-get ">= 1.5"
 ratio lftp-put-vsftpd xftp-put ">= 1.5"
 ratio lftp-put-xftpd lftp-put-vsftpd "<= 1.25"
+if [ -n "$bin_b" ]; then
+	printf "\nThe second build (DS_BIN_B) against the first, ratios of median times:\n"
+	for name in xftp-get xftp-put lftp-put-xftpd; do
+		ratio "$name-b" "$name"
+	done
+fi
 for note in "${notes[@]}"; do printf '\n%s\n' "$note"; done
