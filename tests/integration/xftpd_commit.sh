@@ -3,7 +3,8 @@
 # one per file; the sync comes before any reply that shows a name (SIZE), before QUIT's
 # 221, when the client falls quiet, and when the client goes without QUIT. strace follows
 # the session's main thread: its write-outs, renames, fsyncs and replies, in the order it
-# makes them.
+# makes them. A sync that fails ends the session with 421 at the next command, and xftp,
+# which takes QUIT's 221 for its uploads' durability, fails.
 source "$(dirname "$0")/xftpd_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 make_store
@@ -17,13 +18,14 @@ from xftpd_raw import Ctl, traced
 port, user, password, server, work = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 root = os.path.realpath(work + '/root')
 
+def login_plain():
+    c = Ctl(port)
+    c.login(user, password)
+    return c
+
 def traced_login(trace):
     """A session whose main thread strace follows: (its Ctl, the tracer)."""
-    def login():
-        c = Ctl(port)
-        c.login(user, password)
-        return c
-    return traced(server, login, ['-qq', '-y', '-s', '40', '-o', trace, '-e',
+    return traced(server, login_plain, ['-qq', '-y', '-s', '40', '-o', trace, '-e',
                                   'trace=sync_file_range,renameat,fsync,sendmsg'])
 
 def events(trace):
@@ -115,7 +117,45 @@ evs = events(trace)
 done = evs.index(('rename', root + '/gone'))
 assert ('sync', root + '/gone') in evs[done:], 'a vanished client left its name unsynced: %s' % evs
 print('ok a client gone without QUIT has its name synced as the session ends')
+
+# The directory's sync fails (EIO): the 226 has gone, so the next command ends the session.
+c, tracer = traced(server, login_plain,
+                   ['-qq', '-o', '/dev/null', '-e', 'trace=fsync', '-e', 'inject=fsync:error=EIO'])
+c.expect(257, 'MKD eio')
+c.expect(200, 'TYPE I')
+put(c, 'eio/a')
+text = c.expect(421, 'PWD')
+assert 'Syncing the last uploads failed' in text and 'Input/output error' in text, text
+assert c.closed(), 'the session went on after its failed sync'
+tracer.terminate()
+tracer.wait()
+print('ok a failed sync of the uploads is said with 421 and ends the session')
 PY
 	fail "the names of committed uploads"
 pass "one directory sync for a run of uploads; names synced before SIZE, QUIT, a pause, a hang-up"
+
+# xftp takes QUIT's 221 for its uploads' durability: against a server whose directory
+# syncs all fail (strace injects EIO), a put and a tree put over two connections fail.
+port2=16482
+head -c 300000 /dev/urandom >"$work/src"
+mkdir -p "$work/tree/d"
+cp "$work/src" "$work/tree/a"
+cp "$work/src" "$work/tree/d/b"
+strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO "$xftpd" -p "$port2" \
+	--root "$work/root" --users "$work/users" "${run_as[@]}" 2>>"$work/xftpd.log" &
+failing=$!
+wait_listening "$port2"
+url="ftp://$user:s3cret%20pass@127.0.0.1:$port2"
+for args in "put $work/src $url/eio-put" "-r -j 2 put $work/tree $url/eio-tree"; do
+	# shellcheck disable=SC2086 # args holds words
+	if "$DS_BIN/xftp" -q $args 2>"$work/err"; then
+		fail "xftp $args: exit 0 though the server's syncs failed"
+	fi
+	grep -q "did not say the uploads are on disk: 421 Syncing" "$work/err" ||
+		fail "xftp $args: $(cat "$work/err")"
+done
+# shellcheck disable=SC2046 # one pid, or none
+kill $(pgrep -P "$failing") # xftpd, strace's child; strace goes with it
+wait "$failing" 2>/dev/null || true
+pass "xftp fails a put whose server could not sync it, and says so"
 log_clean

@@ -111,6 +111,13 @@ static int reply_by(struct ftp *ftp, uint64_t deadline, struct ds_error *err)
                 }
         }
         ftp->code = code;
+        /* The server ends the session, whatever the reply answered (a command sent ahead
+         * too): its words are kept for the goodbye, and nothing more is said to it. */
+        if (code == 421 && !ftp->ended[0]) {
+                snprintf(ftp->ended, sizeof(ftp->ended), "%.*s", (int)sizeof(ftp->ended) - 1,
+                         ftp->reply);
+                ftp->broken = true;
+        }
         return code;
 }
 
@@ -401,21 +408,31 @@ failed:
         return rc;
 }
 
-void ftp_close(struct ftp *ftp)
+int ftp_close(struct ftp *ftp, struct ds_error *err)
 {
-        struct ds_error ignored;
+        struct ds_error quit_err;
         int timeout_ms = ftp->timeout_ms;
+        int rc = 0;
 
         xftp_verbs_buffers_free(&ftp->verbs_buffers);
         if (ftp->ctl.fd < 0)
-                return;
+                return 0;
         ftp_drop_kept(ftp);
-        ftp->timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000; /* a polite goodbye, no more */
-        ftp_cmd(ftp, &ignored, "QUIT");
+        if (!ftp->stored && (timeout_ms < 0 || timeout_ms > 2000))
+                ftp->timeout_ms = 2000; /* a polite goodbye, no more */
+        int code = ftp->ended[0] ? 421 : ftp_cmd(ftp, &quit_err, "QUIT");
         ftp->timeout_ms = timeout_ms;
+        if (ftp->stored && code != 221) {
+                const char *why = ftp->ended[0] ? ftp->ended
+                                  : code < 0    ? quit_err.text
+                                                : ftp->reply;
+                ds_fail(err, 0, "%s did not say the uploads are on disk: %s", ftp->host, why);
+                rc = code < 0 ? code : -EIO;
+        }
         xftp_conn_close(&ftp->ctl);
         xftp_tls_free(ftp->tls);
         ftp->tls = NULL;
+        return rc;
 }
 
 /* A command that must get a 2xx reply. */

@@ -76,7 +76,9 @@ struct ftp {
         struct xftp_conn kept[XFTP_MODEE_MAX_STREAMS]; /* MODE E connections kept open after a
                                                         * transfer, for the next one */
         unsigned kept_n;
-        bool keep; /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
+        bool keep;   /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
+        bool stored; /* an upload was answered 2xx: QUIT's 221 says it is durable */
+        char ended[256]; /* a 421 the server said: it ends the session; "" for none */
         struct xftp_verbs_buffers verbs_buffers; /* -x verbs: lent to each transfer's links */
 };
 
@@ -94,8 +96,11 @@ int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct
 /* Under TLS, PROT C: the next data connections in the clear (a server-to-server copy).
  * Returns 0 or a negative errno. */
 int ftp_data_clear(struct ftp *ftp, struct ds_error *err);
-/* QUIT (best effort) and close. */
-void ftp_close(struct ftp *ftp);
+/* QUIT and close. After an upload (ftp->stored) the server's 221 says that what it stored
+ * is durable (xftpd syncs before it), so it is waited for as long as any reply and anything
+ * else fails; otherwise the goodbye is polite, 2 s at most, its answer ignored. Returns 0
+ * or a negative errno with err filled. */
+int ftp_close(struct ftp *ftp, struct ds_error *err);
 
 /* Sends one command (formatted; CR and LF in arguments refused) and reads its reply.
  * Returns the reply code (100..599) or a negative errno with err filled. */

@@ -260,6 +260,19 @@ static unsigned verbs_streams(const struct cli *cli)
         return warm ? (cli->job.streams ? cli->job.streams : 1) : 0;
 }
 
+/* Ends a session after a job whose result is rc. A goodbye that fails after uploads fails
+ * a job that had not failed already; a job's own failure stays the one said. */
+static int close_after(struct ftp *ftp, int rc, struct ds_error *err)
+{
+        struct ds_error close_err;
+        int closed = ftp_close(ftp, &close_err);
+
+        if (rc < 0 || closed == 0)
+                return rc;
+        *err = close_err;
+        return closed;
+}
+
 static int login(struct ftp *ftp, struct url *url, const struct cli *cli, struct ds_error *err)
 {
         int rc = url_credentials(url, cli->netrc, true, err);
@@ -432,13 +445,13 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
                 rc = login(&other, &b, cli, err);
                 if (rc == 0) {
                         rc = job_cp(&ftp, a.path, &other, b.path, &cli->job, t, err);
-                        ftp_close(&other);
+                        rc = close_after(&other, rc, err);
                 }
         }
         snprintf(t->tls_version, sizeof(t->tls_version), "%s", xftp_tls_version(&ftp.ctl));
         snprintf(t->tls_cipher, sizeof(t->tls_cipher), "%s", xftp_tls_cipher(&ftp.ctl));
         t->tls_kernel = ftp.data_kernel;
-        ftp_close(&ftp);
+        rc = close_after(&ftp, rc, err);
         if (rc < 0) {
                 url_hide_secret(err->text, sizeof(err->text), a.pass);
                 if (strcmp(op, "cp") == 0)

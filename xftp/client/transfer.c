@@ -215,6 +215,8 @@ static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
         int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
         if (keep && reply < 0)
                 ftp_drop_kept(ftp); /* the server ended badly: it closes them */
+        if (!receive && reply == 0)
+                ftp->stored = true;
         return rc < 0 ? rc : reply;
 }
 
@@ -663,6 +665,7 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         rc = final_reply(src, "RETR", err);
         if (rc == 0)
                 rc = final_reply(dst, "STOR", err);
+        dst->stored |= rc == 0;
         src->timeout_ms = src_timeout;
         dst->timeout_ms = dst_timeout;
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());

@@ -559,7 +559,8 @@ static void *worker_main(void *arg)
                 return NULL;
         }
         work(r, ftp);
-        ftp_close(ftp);
+        if (ftp_close(ftp, &err) < 0) /* its uploads not known durable: the job fails */
+                plan_fail(&r->job->plan, "", err.text);
         free(ftp);
         return NULL;
 }

@@ -612,9 +612,12 @@ static bool transfer_settings(struct session *s, const struct xftpd_cmd *cmd)
 
 void session_check_paid(struct session *s, int rc)
 {
-        if (rc < 0)
-                xftpd_log(LOG_ERR, "%s %s: syncing the directory of the last uploads: %s", s->user,
-                          s->peer_text, strerror(-rc));
+        if (rc >= 0)
+                return;
+        xftpd_log(LOG_ERR, "%s %s: syncing the directory of the last uploads: %s", s->user,
+                  s->peer_text, strerror(-rc));
+        if (s->sync_failed == 0)
+                s->sync_failed = rc;
 }
 
 void session_pay_owed(struct session *s)
@@ -658,6 +661,16 @@ static void dispatch(struct session *s, const struct xftpd_cmd *cmd, bool *end)
 {
         if (s->owed.dir_fd >= 0 && !keeps_owed(s, cmd->verb))
                 session_pay_owed(s);
+        /* Uploads answered 226 may not survive a crash: no later reply may say all is well
+         * (QUIT's 221 is what xftp takes for their durability). */
+        if (s->sync_failed < 0) {
+                session_reply(s,
+                              "421 Syncing the last uploads failed (%s): they may not survive a "
+                              "crash; closing.",
+                              strerror(-s->sync_failed));
+                *end = true;
+                return;
+        }
         if (before_login(s, cmd, end))
                 return;
         if (!s->logged_in) {

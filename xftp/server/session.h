@@ -123,6 +123,7 @@ struct session {
         /* The directory of the uploads committed last, while its sync is owed: paid before
          * any reply that could show their names, and when the client falls quiet. */
         struct xftp_store_owed owed;
+        int sync_failed; /* the first failed payment's negative errno: the session ends */
 
         atomic_bool xfer_stop; /* ends the transfer in flight: ABOR, hang-up, SIGTERM */
         atomic_bool aborted;   /* ABOR came during the transfer */
@@ -152,9 +153,10 @@ long session_read_line(struct session *s, uint64_t deadline_ns);
 /* Drops the first len bytes of s->in (the line just handled). */
 void session_consume(struct session *s, size_t len);
 
-/* Makes the names of the uploads committed so far durable: the owed directory sync. */
+/* Makes the uploads committed so far durable, names and data: the owed directory sync. */
 void session_pay_owed(struct session *s);
-/* Logs a failed directory sync (rc a negative errno); the 226 has gone already. */
+/* Logs a failed directory sync (rc a negative errno) and keeps it for the next command's
+ * reply, which ends the session (421): the 226 has gone already. */
 void session_check_paid(struct session *s, int rc);
 
 /* Data commands (channel.c, transfer.c, list.c, hash.c). */
