@@ -19,6 +19,9 @@ cleanup() {
 		kill_tree "$pid"
 	done
 	wait 2>/dev/null
+	# What a script mounted in $work (in a mount namespace of its own) goes first.
+	awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r |
+		while read -r mount; do umount -l "$mount"; done
 	rm -rf "$work"
 }
 trap cleanup EXIT

@@ -8,6 +8,15 @@
 source "$(dirname "$0")/xftpd_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 make_store
+# A file system not known to commit its journal in order (ramfs: none of the list xftpd
+# trusts), where an upload is fsynced before its rename. Mounting it needs root, as CI is.
+mkdir "$work/root/ram"
+if [ "$(id -u)" -eq 0 ]; then
+	mount -t ramfs ramfs "$work/root/ram" || fail "cannot mount a ramfs"
+	chown nobody "$work/root/ram"
+else
+	echo "# not root: the fsync on a file system outside the list goes unchecked"
+fi
 port=16481
 start_xftpd "$port"
 
@@ -92,6 +101,19 @@ print('ok ten uploads, %d sync(s) of their directory, the last before SIZE answe
 steps = [e for e in evs if e in (('write_out', run), ('rename', run))]
 assert steps == [('write_out', run), ('rename', run)] * 10, steps
 print('ok each upload written out before its rename')
+
+if os.path.ismount(root + '/ram'):
+    trace = work + '/trace-ram'
+    c, tracer = traced_login(trace)
+    c.expect(200, 'TYPE I')
+    put(c, 'ram/a')
+    c.expect(221, 'QUIT')
+    c.closed()
+    tracer.terminate()
+    tracer.wait()
+    calls = [line.split('(')[0] for line in open(trace) if '/ram/.xftpd-part.' in line]
+    assert calls == ['fsync'], 'on ramfs: %s' % calls
+    print('ok on a file system not known to commit in order (ramfs) an upload is fsynced')
 
 done = next(i for i, e in enumerate(evs) if e == ('rename', quiet))
 noop = next(i for i, e in enumerate(evs) if i > done and e[0] == 'reply' and e[1].startswith('200 NOOP'))
