@@ -76,8 +76,8 @@ struct ftp {
         struct xftp_conn kept[XFTP_MODEE_MAX_STREAMS]; /* MODE E connections kept open after a
                                                         * transfer, for the next one */
         unsigned kept_n;
-        bool keep;   /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
-        bool stored; /* an upload was answered 2xx: QUIT's 221 says it is durable */
+        bool keep;       /* OPTS MODE E KEEP taken: connections are kept when a transfer ends */
+        bool stored;     /* an upload was answered 2xx: QUIT's 221 says it is durable */
         char ended[256]; /* a 421 the server said: it ends the session; "" for none */
         struct xftp_verbs_buffers verbs_buffers; /* -x verbs: lent to each transfer's links */
 };
