@@ -112,8 +112,9 @@ int xftp_store_commit(struct xftp_store_file *file);
  * not flushed from the disk's cache) and neither their names nor their data may be
  * durable yet. One fsync of the directory pays for every rename and every write before
  * it: it commits the file system's journal, which commits in order and flushes the disk's
- * cache first (ext4, XFS). So a server may answer first and pay once for a run of uploads
- * into one directory, and a crash before the payment leaves no name over missing data. */
+ * cache first (ext4 with a journal, XFS; elsewhere each upload is fsynced). So a server
+ * may answer first and pay once for a run of uploads into one directory, and a crash
+ * before the payment leaves no name over missing data. */
 struct xftp_store_owed {
         int dir_fd; /* -1: nothing owed */
         uint64_t dev, ino;

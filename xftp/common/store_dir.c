@@ -18,6 +18,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@ struct dir_store {
         struct xftp_store base;
         int root_fd;
         unsigned read_flags; /* for xftp_xfile_plain: XFTP_XFILE_DIRECT or 0 */
+        dev_t judged_dev;    /* the device commits_in_order judged last, */
+        int judged;          /* and its answer: 1 yes, 0 no, -1 none judged yet */
 };
 
 struct dir_file {
@@ -595,26 +598,60 @@ static int dir_create(struct xftp_store *store, const char *path,
         return 0;
 }
 
-/* Whether the file system of fd commits its journal in order, each commit after a flush of
- * the disk's cache, so that a directory sync made after a rename makes the data written
- * out before it durable too. Not NFS (only a file's fsync commits its unstable writes),
- * FUSE or anything unknown; ext4's magic is ext2's too, whose lack of a journal the docs
- * name. tmpfs keeps nothing across a crash. */
-static bool commits_in_order(int fd)
+/* Whether the ext4 driver's file system on dev keeps a journal: ext2, ext3 and a journal-less
+ * ext4 share ext4's magic, and without a journal a directory's fsync writes the names but
+ * not the inodes they name (fsck then clears them). Its sysfs directory, named after the
+ * block device, names the journal's thread, or "<none>". Unknown: no. */
+static bool ext4_journaled(dev_t dev)
 {
-        struct statfs fs;
+        char path[320], link[256], text[16] = "";
 
-        if (fstatfs(fd, &fs) < 0)
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+        ssize_t n = readlink(path, link, sizeof(link) - 1);
+        if (n <= 0)
                 return false;
+        link[n] = '\0';
+        const char *name = strrchr(link, '/');
+        snprintf(path, sizeof(path), "/sys/fs/ext4/%s/journal_task", name ? name + 1 : link);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        return n > 0 && strncmp(text, "<none>", 6) != 0;
+}
+
+/* Whether the file system of fd commits its journal in order, each commit after a flush of
+ * the disk's cache, and ends an upload's writeback only once the blocks it allocated are in
+ * the journal, so that a directory sync made after a rename makes the data written out
+ * before it durable too: ext4 with a journal, XFS; tmpfs keeps nothing across a crash. Not
+ * btrfs: its writeback ends before the file's extents are in its tree, and a directory's
+ * fsync logs a new file in it with no data (vm.xftp-crash-btrfs found it empty under its
+ * name); not NFS (only a file's fsync commits its unstable writes), FUSE or anything
+ * unknown. The answer is kept for the device last asked about. */
+static bool commits_in_order(struct xftp_store *store, int fd)
+{
+        struct dir_store *dir = (struct dir_store *)store;
+        struct statfs fs;
+        struct stat sb;
+
+        if (fstat(fd, &sb) < 0 || fstatfs(fd, &fs) < 0)
+                return false;
+        if (dir->judged >= 0 && dir->judged_dev == sb.st_dev)
+                return dir->judged;
         switch ((unsigned long)fs.f_type) {
         case EXT4_SUPER_MAGIC:
+                dir->judged = ext4_journaled(sb.st_dev);
+                break;
         case XFS_SUPER_MAGIC:
-        case BTRFS_SUPER_MAGIC:
         case TMPFS_MAGIC:
-                return true;
+                dir->judged = 1;
+                break;
         default:
-                return false;
+                dir->judged = 0;
         }
+        dir->judged_dev = sb.st_dev;
+        return dir->judged;
 }
 
 /* Where the file system commits in order, the data goes to the disk and is waited for,
@@ -630,8 +667,9 @@ static int dir_write_out(struct xftp_store_file *base)
             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
 
         if (file->written_out == 0) {
-                int rc = commits_in_order(file->fd) ? sync_file_range(file->fd, 0, 0, flags)
-                                                    : fsync(file->fd);
+                int rc = commits_in_order(base->store, file->fd)
+                             ? sync_file_range(file->fd, 0, 0, flags)
+                             : fsync(file->fd);
                 file->written_out = rc < 0 ? -errno : 1;
         }
         return file->written_out < 0 ? file->written_out : 0;
@@ -757,6 +795,7 @@ int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, st
         store->base.ops = &dir_ops;
         store->base.width = 1;
         store->read_flags = flags & XFTP_STORE_DIRECT_READS ? XFTP_XFILE_DIRECT : 0;
+        store->judged = -1;
         *out = &store->base;
         return 0;
 }
