@@ -24,7 +24,7 @@ MODULES="crc32_generic virtio_pci virtio_net virtio_blk 9pnet_virtio 9p ext4 rdm
 
 # Debian packages used by prepare.sh, boot.sh and the guest helpers.
 PACKAGES="qemu-system-x86 busybox-static kmod e2fsprogs iproute2 util-linux coreutils gzip
-	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest mdadm"
+	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest mdadm btrfs-progs xfsprogs"
 
 [ $# -le 1 ] || die "usage: prepare.sh [CACHE_DIR]"
 cache=${1:-${DS_VM_CACHE:-/var/tmp/dragstrip-vm}}

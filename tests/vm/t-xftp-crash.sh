@@ -1,22 +1,29 @@
 #!/bin/bash
 # xftpd's uploads across a crash of the machine: while xftp -r put streams a tree into
-# xftpd's store on an ext4 disk, the guest kernel is stopped dead (sysrq b: no sync, no
+# xftpd's store on an ext4 disk (or btrfs or XFS, made in a file on it and mounted through a
+# loop device that writes straight to it), the guest kernel is stopped dead (sysrq b: no sync, no
 # unmount, the page cache lost). A second boot on the same disk image then finds every file
 # under its final name whole, byte for byte the source's, and the files of every directory
 # sync paid before the crash there (docs/xftp.md: a name is made only over data on the
 # disk). On the host it boots the VM twice on one disk image and runs itself in each:
-#   DS_BIN=build/bin t-xftp-crash.sh VM-CACHE WORKDIR      (host)
-#   t-xftp-crash.sh write | check                           (guest, through boot.sh)
+#   DS_BIN=build/bin t-xftp-crash.sh VM-CACHE WORKDIR [ext4|btrfs|xfs]   (host)
+#   t-xftp-crash.sh write | check                                         (guest, through boot.sh)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ -z "${DS_VM_WORK:-}" ]; then
 	cache=${1:?usage: $0 VM-CACHE WORKDIR}
-	work=${2:?usage: $0 VM-CACHE WORKDIR}
+	work=${2:?usage: $0 VM-CACHE WORKDIR [ext4|btrfs|xfs]}
+	fs=${3:-ext4}
+	case $fs in
+	ext4) ;;
+	btrfs | xfs) command -v "mkfs.$fs" >/dev/null || { echo "FAIL: mkfs.$fs not found" >&2; exit 1; } ;;
+	*) echo "FAIL: no file system '$fs' (ext4, btrfs, xfs)" >&2; exit 1 ;;
+	esac
 	rm -rf "$work"
 	mkdir -p "$work"
 	boot=("$here/boot.sh" --cache "$cache" --disks 1 --disk-dir "$work/disks" --mem 2G
-		--timeout 300)
+		--timeout 300 --env "DS_CRASH_FS=$fs")
 	status=0
 	"${boot[@]}" --workdir "$work/write" "$0" write || status=$?
 	[ -f "$work/write/crashing" ] ||
@@ -31,9 +38,29 @@ fi
 
 # shellcheck source-path=SCRIPTDIR source=guest-lib.sh
 . "$here/guest-lib.sh"
-disk=${DS_VM_DISKS%%,*}
-[ -n "$disk" ] || ds_vm_die "needs a disk (boot.sh --disks 1)"
-src=$disk/src
+base=${DS_VM_DISKS%%,*}
+[ -n "$base" ] || ds_vm_die "needs a disk (boot.sh --disks 1)"
+src=$base/src
+disk=$base # where the store lives
+fs=${DS_CRASH_FS:-ext4}
+if [ "$fs" != ext4 ]; then
+	# A file of written blocks, so that the loop device's direct writes need no metadata of
+	# the ext4 under it: what the guest wrote before the crash is on the image.
+	image=$base/$fs.img
+	if [ "${1:-}" = write ]; then
+		dd if=/dev/zero of="$image" bs=1M count=600 oflag=direct status=none
+		sync
+	fi
+	ds_vm_modprobe loop 2>/dev/null || true
+	ds_vm_modprobe "$fs" 2>/dev/null || true
+	loop=$(losetup --direct-io=on -f --show "$image") || ds_vm_die "no loop device"
+	if [ "${1:-}" = write ]; then
+		"mkfs.$fs" -q -f "$loop" >/dev/null || ds_vm_die "mkfs.$fs failed"
+	fi
+	disk=/run/xftp-crash
+	mkdir -p "$disk"
+	mount "$loop" "$disk" || ds_vm_die "cannot mount $fs"
+fi
 dirs=4 per_dir=100 # files of 64 KiB (through the page cache), and two of 3 MiB (O_DIRECT)
 final_names() {    # the uploads under their final names (".xftpd-" names are partials)
 	{ find "$disk/s/dst" -type f ! -name '.xftpd-*' 2>/dev/null || true; } | sort
