@@ -159,6 +159,20 @@ if os.path.ismount(root + '/tmp'):
     tracer.terminate()
     tracer.wait()
     print('ok a failed sync of the uploads is said with 421 and ends the session')
+
+    # The upload's own write-out fails: 451, and no partial is left to resume, for its
+    # pages may never have reached the disk and a second wait would not say so.
+    c, tracer = traced(server, login_plain, ['-qq', '-o', '/dev/null', '-e', 'trace=sync_file_range',
+                                             '-e', 'inject=sync_file_range:error=EIO'])
+    c.expect(200, 'TYPE I')
+    assert c.pasv_put('STOR tmp/lost', b'y' * 300000) == 451
+    c.expect(550, 'PSIZ tmp/lost')
+    left = [n for n in os.listdir(root + '/tmp') if n.startswith('.xftpd-')]
+    assert not os.path.exists(root + '/tmp/lost') and not left, left
+    c.expect(221, 'QUIT')
+    tracer.terminate()
+    tracer.wait()
+    print('ok a failed write-out is 451 and leaves no partial to resume')
 PY
 	fail "the names of committed uploads"
 pass "one directory sync for a run of uploads; names synced before SIZE, QUIT, a pause, a hang-up"

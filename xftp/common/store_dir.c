@@ -719,6 +719,10 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
 
         if (file->base.xfile.ops)
                 xftp_xfile_plain_close(&file->base.xfile);
+        /* A partial whose write-out failed may hold pages the disk never took, and no later
+         * wait says so again (a writeback error is told once): it is not kept for REST. */
+        if (file->written_out < 0)
+                keep = false;
         struct stat sb;
         /* A new upload that received nothing has nothing to resume: its empty partial goes
          * (a STOR refused 425, with no data connection, would otherwise leave one). */
