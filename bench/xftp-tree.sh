@@ -14,7 +14,11 @@
 # limits the cases (a regular expression on their names); DS_TREE_DIRS (default 20) and
 # DS_TREE_SIZE (default 64K) shape the tree. DS_BIN_B=DIR adds a second build's xftp and
 # xftpd: its get, its put and lftp's put into its xftpd (cases ending in -b) run in every
-# round beside the first build's, with the ratios of their medians, B/A.
+# round beside the first build's, with the ratios of their medians, B/A. DS_TREE_FS=ext4
+# (or xfs) runs it all on a file system of that kind made with its defaults (ext4: with a
+# journal) in an image in DIR, through a loop device that writes straight to the image:
+# xftpd makes uploads durable per run on those, per file on a file system without ordered
+# journal commits (docs/xftp.md), which DIR's may be.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -98,20 +102,39 @@ done
 getent passwd ftp >/dev/null || { echo "bench: no ftp user (the vsftpd package makes it)" >&2; exit 1; }
 getent passwd nobody >/dev/null || { echo "bench: no user nobody to serve xftpd as" >&2; exit 1; }
 
+fs=${DS_TREE_FS:-}
+case $fs in
+"" | ext4 | xfs) ;;
+*) echo "bench: DS_TREE_FS '$fs': ext4 or xfs" >&2; exit 2 ;;
+esac
+[ -z "$fs" ] || command -v "mkfs.$fs" >/dev/null || { echo "bench: no mkfs.$fs" >&2; exit 1; }
 work=$(mktemp -d "$dir/xftp-tree.XXXXXX")
 # A run sweeps its own namespace when it ends, also when stopped: on the way out, the run
-# under way is stopped and waited for, then the work folder goes. As in a run, every
-# trap cleans up by itself.
+# under way is stopped and waited for, then the work folder goes (with DS_TREE_FS, the file
+# system mounted on it and its image first). As in a run, every trap cleans up by itself.
 run_pid=
+loop=
 # shellcheck disable=SC2317 # called by the traps
 leave() {
 	[ -z "$run_pid" ] || { kill -TERM "$run_pid" 2>/dev/null || true; wait "$run_pid" || true; }
 	run_pid=
-	rm -rf "$work"
+	if [ -n "$loop" ]; then
+		umount "$work" 2>/dev/null || true
+		losetup -d "$loop" 2>/dev/null || true
+		loop=
+	fi
+	rm -rf "$work" "$work.img"
 }
 trap leave EXIT
 trap 'leave; exit 130' INT
 trap 'leave; exit 143' TERM
+if [ -n "$fs" ]; then
+	# Room for the tree four times over (source, a server's copy, a client's copy, spare).
+	truncate -s $((4 * files * size + (1 << 30))) "$work.img"
+	"mkfs.$fs" -q "$work.img" >/dev/null || { echo "bench: mkfs.$fs failed" >&2; exit 1; }
+	loop=$(losetup --direct-io=on -f --show "$work.img") || { echo "bench: no loop device" >&2; exit 1; }
+	mount "$loop" "$work" || { echo "bench: cannot mount the $fs image" >&2; exit 1; }
+fi
 chmod 755 "$work"
 results=$work/results.tsv
 src=$work/local/src
@@ -235,6 +258,7 @@ bytes=$((files * size))
 printf "\n%d files of %s in %d directories (%s) copied on loopback in %s; every run in a\n" \
 	"$files" "$(bench_human "$size")" "$dirs" "$(bench_human "$bytes")" "$dir"
 printf "fresh network namespace, caches dropped, timed to a final sync; %d rounds.\n" "$rounds"
+[ -z "$fs" ] || printf "All of it on %s made with its defaults, in an image through a loop device.\n" "$fs"
 printf "files/s and MB/s (10^6 B/s) from the median.\n\n"
 printf "%-16s %9s %15s %9s %8s\n" case "median s" "(min-max)" files/s MB/s
 for c in "${selected[@]}"; do

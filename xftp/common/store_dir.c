@@ -656,10 +656,11 @@ static bool commits_in_order(struct xftp_store *store, int fd)
 
 /* Where the file system commits in order, the data goes to the disk and is waited for,
  * but neither the disk's cache nor the journal is flushed here: the directory sync the
- * commit owes does both, once for a run of uploads (store.h); elsewhere it is fsynced. An fsync per
- * upload cost a tree of 2,000 files of 64 KiB put into xftpd 0.884 s against 0.767 s this way,
- * medians of seven rounds alternating in one run (bench/xftp-tree.sh with DS_BIN_B). The pages the
- * O_DIRECT twin wrote are none of the page cache's: nothing to wait for. */
+ * commit owes does both, once for a run of uploads (store.h); elsewhere it is fsynced. On
+ * ext4 with a journal an fsync per upload cost a tree of 2,000 files of 64 KiB put into
+ * xftpd 1.025 s against 0.728 s this way (bench/xftp-tree.sh, DS_TREE_FS=ext4 and
+ * DS_BIN_B: medians of five rounds of both in one run). The pages the O_DIRECT twin wrote
+ * are none of the page cache's: nothing to wait for. */
 static int dir_write_out(struct xftp_store_file *base)
 {
         struct dir_file *file = (struct dir_file *)base;
