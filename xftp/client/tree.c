@@ -63,12 +63,37 @@ struct plan {
         pthread_mutex_t lock;
 };
 
+struct job;
+
+/* The run: workers, each a control connection, taking files from the plan in turn. Those
+ * besides the first connection are hired while the plan is made, one for each file listed
+ * past the connections there are, so that their logins (each a password hash on the
+ * server: 22 ms of its CPU with yescrypt here) overlap the listings instead of holding
+ * back the first files; they take no file before the plan is whole. */
+struct run {
+        struct job *job;
+        bool get;
+        const struct tree_login *login;
+        struct job_totals *t;
+        struct part_batch batch;
+        _Atomic size_t next;
+        pthread_mutex_t lock; /* t's sums, go, refused */
+        pthread_cond_t told;  /* go changed */
+        int go;               /* 0 while the plan is made; 1 when it is whole; -1 no run */
+        unsigned wanted;      /* connections the run may use, the first one's among them */
+        unsigned hired;       /* worker threads started */
+        pthread_t threads[TREE_JOBS_MAX];
+        unsigned refused; /* connections the server would not give */
+        char refused_why[sizeof(((struct ds_error *)0)->text)];
+};
+
 /* The sources of one job, and where they go. */
 struct job {
         struct ftp *ftp;  /* the first control connection: the plan is made on it */
         const char *pass; /* hidden in every failure named */
         const struct job_opts *o;
         struct plan plan;
+        struct run run;
 };
 
 static bool stopping(const struct job_opts *o)
@@ -142,6 +167,21 @@ static void plan_free(struct plan *p)
         for (unsigned i = 0; i < p->failed && i < FAILURES_SHOWN; i++)
                 free(p->failures[i]);
         pthread_mutex_destroy(&p->lock);
+}
+
+static void *worker_main(void *arg);
+
+/* One more file for the run (plan_add), and one more worker when the files outnumber the
+ * connections. */
+static int job_add(struct job *j, const char *remote, const char *local,
+                   const struct listing_facts *facts, uint64_t size, struct ds_error *err)
+{
+        struct run *r = &j->run;
+        int rc = plan_add(&j->plan, remote, local, facts, size, err);
+        if (rc == 0 && j->plan.count > r->hired + 1 && r->hired + 1 < r->wanted &&
+            pthread_create(&r->threads[r->hired], NULL, worker_main, r) == 0)
+                r->hired++;
+        return rc;
 }
 
 static int join(char *out, size_t room, const char *dir, const char *name)
@@ -234,7 +274,7 @@ static int plan_remote_entry(struct job *j, const char *remote, const char *loca
                 return 0;
         }
         if (!facts->is_dir) {
-                int rc = plan_add(&j->plan, remote, local, facts, facts->size, &err);
+                int rc = job_add(j, remote, local, facts, facts->size, &err);
                 if (rc < 0) /* what ends the walk: remembered last, the job's error */
                         plan_fail(&j->plan, remote, err.text);
                 return rc;
@@ -401,7 +441,7 @@ static int plan_local_entry(struct job *j, const char *local, const char *remote
         }
         if (!S_ISREG(st.st_mode))
                 return 0; /* links, devices, sockets: not files to copy */
-        int rc = plan_add(&j->plan, remote, local, there, (uint64_t)st.st_size, &err);
+        int rc = job_add(j, remote, local, there, (uint64_t)st.st_size, &err);
         if (rc < 0)
                 plan_fail(&j->plan, local, err.text);
         return rc;
@@ -447,19 +487,6 @@ static int plan_local_dir(struct job *j, const char *local, const char *remote, 
         closedir(dir);
         return rc;
 }
-
-/* The run: workers, each a control connection, taking files from the plan in turn. */
-struct run {
-        struct job *job;
-        bool get;
-        const struct tree_login *login;
-        struct job_totals *t;
-        struct part_batch batch;
-        _Atomic size_t next;
-        pthread_mutex_t lock; /* t's sums */
-        unsigned refused;     /* connections the server would not give */
-        char refused_why[sizeof(((struct ds_error *)0)->text)];
-};
 
 static void show_current(struct job_totals *t, const char *name)
 {
@@ -541,6 +568,27 @@ static void work(struct run *r, struct ftp *ftp)
         add_totals(r, &mine);
 }
 
+/* Tells the workers whether the plan runs (1) or not (-1). */
+static void tell_workers(struct run *r, int go)
+{
+        pthread_mutex_lock(&r->lock);
+        r->go = go;
+        pthread_cond_broadcast(&r->told);
+        pthread_mutex_unlock(&r->lock);
+}
+
+/* A worker's wait for the whole plan: whether it runs. The first connection's thread
+ * always tells, whatever ends the plan (a stop among them). */
+static bool await_plan(struct run *r)
+{
+        pthread_mutex_lock(&r->lock);
+        while (r->go == 0)
+                pthread_cond_wait(&r->told, &r->lock);
+        bool run = r->go > 0;
+        pthread_mutex_unlock(&r->lock);
+        return run;
+}
+
 static void *worker_main(void *arg)
 {
         struct run *r = arg;
@@ -558,51 +606,48 @@ static void *worker_main(void *arg)
                 free(ftp);
                 return NULL;
         }
-        work(r, ftp);
+        if (await_plan(r))
+                work(r, ftp);
         if (ftp_close(ftp, &err) < 0) /* its uploads not known durable: the job fails */
                 plan_fail(&r->job->plan, "", err.text);
         free(ftp);
         return NULL;
 }
 
-/* Moves the plan's files: the first connection here, -j - 1 more in threads. */
-static int run_plan(struct job *j, const struct tree_login *login, bool get, struct job_totals *t,
-                    struct ds_error *err)
+static void join_workers(struct run *r)
 {
-        struct run r = {.job = j, .get = get, .login = login, .t = t};
-        unsigned jobs = j->o->jobs > 0 ? j->o->jobs : get ? JOBS_GET : JOBS_PUT;
-        if (jobs > j->plan.count)
-                jobs = j->plan.count > 0 ? (unsigned)j->plan.count : 1;
-        pthread_t threads[TREE_JOBS_MAX];
-        unsigned started = 0;
+        for (unsigned i = 0; i < r->hired; i++)
+                pthread_join(r->threads[i], NULL);
+        r->hired = 0;
+}
+
+/* Moves the plan's files: the first connection here, the workers hired in theirs. */
+static int run_plan(struct job *j, struct ds_error *err)
+{
+        struct run *r = &j->run;
+        struct job_totals *t = r->t;
 
         atomic_store(&t->files_expected, (unsigned)j->plan.count);
         atomic_store(&t->expected_live, j->plan.bytes);
-        pthread_mutex_init(&r.lock, NULL);
-        part_batch_init(&r.batch);
         uint64_t start_ns = ds_now_ns();
-        for (unsigned i = 1; i < jobs && i <= TREE_JOBS_MAX; i++)
-                if (pthread_create(&threads[started], NULL, worker_main, &r) == 0)
-                        started++;
-        work(&r, j->ftp);
-        for (unsigned i = 0; i < started; i++)
-                pthread_join(threads[i], NULL);
+        tell_workers(r, 1);
+        work(r, j->ftp);
+        unsigned connections = r->hired + 1;
+        join_workers(r);
         struct ds_error flush_err;
-        if (get && part_batch_flush(&r.batch, &flush_err) < 0)
+        if (r->get && part_batch_flush(&r->batch, &flush_err) < 0)
                 plan_fail(&j->plan, "", flush_err.text);
-        part_batch_free(&r.batch);
         t->seconds = ds_seconds_between(start_ns, ds_now_ns());
-        if (r.refused > 0 && !j->o->quiet) {
-                url_hide_secret(r.refused_why, sizeof(r.refused_why), login->pass);
-                fprintf(stderr, "xftp: %u of %u connections refused (", r.refused, jobs);
-                listing_show(stderr, r.refused_why, strlen(r.refused_why), false);
+        if (r->refused > 0 && !j->o->quiet) {
+                url_hide_secret(r->refused_why, sizeof(r->refused_why), r->login->pass);
+                fprintf(stderr, "xftp: %u of %u connections refused (", r->refused, connections);
+                listing_show(stderr, r->refused_why, strlen(r->refused_why), false);
                 fputs("): fewer files at once\n", stderr);
         }
         /* Left untaken when every connection broke: each is a file not copied. */
-        size_t left = atomic_load(&r.next);
+        size_t left = atomic_load(&r->next);
         for (size_t i = left; i < j->plan.count && !stopping(j->o); i++)
                 plan_fail(&j->plan, j->plan.items[i].remote, "not copied: no connection left");
-        pthread_mutex_destroy(&r.lock);
         if (stopping(j->o))
                 return ds_fail(err, 0, "stopped: %u of %zu files copied", t->files, j->plan.count),
                        -EINTR;
@@ -640,10 +685,30 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
 }
 
 static void job_init(struct job *j, struct ftp *ftp, const struct tree_login *login,
-                     const struct job_opts *o)
+                     const struct job_opts *o, bool get, struct job_totals *t)
 {
+        unsigned wanted = o->jobs > 0 ? o->jobs : get ? JOBS_GET : JOBS_PUT;
         *j = (struct job){.ftp = ftp, .pass = login->pass, .o = o};
+        j->run = (struct run){.job = j,
+                              .get = get,
+                              .login = login,
+                              .t = t,
+                              .wanted = wanted < TREE_JOBS_MAX ? wanted : TREE_JOBS_MAX};
         pthread_mutex_init(&j->plan.lock, NULL);
+        pthread_mutex_init(&j->run.lock, NULL);
+        pthread_cond_init(&j->run.told, NULL);
+        part_batch_init(&j->run.batch);
+}
+
+/* After the run, or instead of it: any worker told and waited for, then all freed. */
+static void job_free(struct job *j)
+{
+        tell_workers(&j->run, -1);
+        join_workers(&j->run);
+        part_batch_free(&j->run.batch);
+        pthread_cond_destroy(&j->run.told);
+        pthread_mutex_destroy(&j->run.lock);
+        plan_free(&j->plan);
 }
 
 /* Where a single source of a get lands: DEST as given, DEST/NAME when DEST is a directory
@@ -713,13 +778,16 @@ static int plan_unique(struct plan *p, bool get)
 }
 
 /* After the plan: the run when the plan was made whole, then the failures named. */
-static int finish(struct job *j, const struct tree_login *login, bool get, int rc,
-                  struct job_totals *t, struct ds_error *err)
+static int finish(struct job *j, int rc, struct ds_error *err)
 {
-        if (rc == 0 && plan_unique(&j->plan, get) < 0)
+        if (rc == 0 && plan_unique(&j->plan, j->run.get) < 0)
                 rc = -ENOMEM, plan_fail(&j->plan, "", "no memory to check the list of files");
+        if (rc < 0) { /* the workers go before the walk's last failure is read */
+                tell_workers(&j->run, -1);
+                join_workers(&j->run);
+        }
         if (rc == 0)
-                rc = run_plan(j, login, get, t, err);
+                rc = run_plan(j, err);
         else if (stopping(j->o))
                 rc = (ds_fail(err, 0, "stopped while listing: nothing copied"), -EINTR);
         else if (j->plan.failed > 0 && j->plan.failed <= FAILURES_SHOWN) {
@@ -729,8 +797,8 @@ static int finish(struct job *j, const struct tree_login *login, bool get, int r
                 free(last);
         } else
                 rc = ds_fail(err, rc, "the list of files was cut short: nothing copied");
-        rc = report_failures(j, t, rc, err);
-        plan_free(&j->plan);
+        rc = report_failures(j, j->run.t, rc, err);
+        job_free(j);
         return rc;
 }
 
@@ -742,13 +810,13 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
         bool many = nsources > 1 || has_glob(sources[0]);
         char to[PATH_ROOM];
 
-        job_init(&j, ftp, login, o);
+        job_init(&j, ftp, login, o, true, t);
         if (!many) {
                 const char *path = sources[0];
                 bool dir = o->recursive && remote_is_dir(&j, path);
                 single_dest(path, dest, dir, to, sizeof(to));
                 if (!dir) { /* one file: its own errors, as they are */
-                        plan_free(&j.plan);
+                        job_free(&j);
                         if (names_directory(path))
                                 return ds_fail(err, 0, "%s names a directory: use -r",
                                                *path ? path : "/"),
@@ -761,10 +829,10 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                                 rc = (ds_fail(err, 0, "%s is a directory: use -r", path), -EISDIR);
                         return rc;
                 }
-                return finish(&j, login, true, plan_remote_dir(&j, path, to, 0), t, err);
+                return finish(&j, plan_remote_dir(&j, path, to, 0), err);
         }
         if (dest && (stat(dest, &st) < 0 || !S_ISDIR(st.st_mode))) {
-                plan_free(&j.plan);
+                job_free(&j);
                 return ds_fail(err, 0, "%s: not a directory (several files go into one)", dest),
                        -ENOTDIR;
         }
@@ -784,11 +852,11 @@ int tree_get(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                 } else if (part_name_like(base_of(to))) {
                         plan_fail(&j.plan, path,
                                   "a name xftp keeps for its partial downloads: not copied");
-                } else if ((rc = plan_add(&j.plan, path, to, NULL, UINT64_MAX, &mine)) < 0) {
+                } else if ((rc = job_add(&j, path, to, NULL, UINT64_MAX, &mine)) < 0) {
                         plan_fail(&j.plan, path, mine.text);
                 }
         }
-        return finish(&j, login, true, rc, t, err);
+        return finish(&j, rc, err);
 }
 
 int tree_put(struct ftp *ftp, const struct tree_login *login, char *const *sources, int nsources,
@@ -814,9 +882,9 @@ int tree_put(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                                                  err);
                 }
         }
-        job_init(&j, ftp, login, o);
+        job_init(&j, ftp, login, o, false, t);
         if (!many) /* a directory's files go into dest */
-                return finish(&j, login, false, plan_local_dir(&j, sources[0], dest, 0), t, err);
+                return finish(&j, plan_local_dir(&j, sources[0], dest, 0), err);
         struct ds_error mine;
         int rc = ftp_cmd(ftp, &mine, "MKD %s", dest); /* 550 when it is there: fine */
         if (rc < 0)
@@ -832,5 +900,5 @@ int tree_put(struct ftp *ftp, const struct tree_login *login, char *const *sourc
                 else
                         rc = plan_local_entry(&j, name, to, NULL, 0);
         }
-        return finish(&j, login, false, rc < 0 ? rc : 0, t, err);
+        return finish(&j, rc < 0 ? rc : 0, err);
 }
