@@ -8,11 +8,11 @@ put_file a.bin 70001
 put_file b.bin 1234567
 port=16461
 start_xftpd "$port" -b 1M
-python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$work/root" <<'PY' || fail "MODE E KEEP"
-import socket, sys
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$work/root" "$xftpd_pid" <<'PY' || fail "MODE E KEEP"
+import os, signal, socket, sys, time
 sys.path.insert(0, sys.argv[2])
 from xftpd_raw import Ctl
-port, user, password, root = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5]
+port, user, password, root, server = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
 files = {n: open(root + '/' + n, 'rb').read() for n in ('a.bin', 'b.bin')}
 
 def recv_exact(conn, n):
@@ -108,7 +108,35 @@ print('ok EPSV drops the kept connection and the transfer takes the new one')
 c.expect(200, 'MODE S')
 c.expect(425, 'RETR a.bin')
 print('ok MODE S drops it too')
-c.expect(221, 'QUIT')
+
+# A block or less over a kept connection runs with no thread reading the control
+# connection (transfer.c): an ABOR right behind it is answered after its 226, as one with
+# no transfer, and the session goes on.
+c.expect(200, 'MODE E')
+[conn] = c.data('RETR a.bin')
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+c.send('RETR a.bin')
+c.send('ABOR')
+c.expect(125)
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+c.expect(226)
+c.expect(200, 'NOOP')
+print('ok an ABOR behind a small kept transfer: the file whole, then 226 for each')
+
+# Such a transfer whose bytes never come still ends on SIGTERM: the stop is the
+# pipeline's own to see. Nothing takes the upload's name.
+c.expect(200, 'ALLO 1000')
+c.expect(125, 'STOR stalled.bin')
+t = time.time()
+os.kill(server, signal.SIGTERM)
+code, text = c.reply()
+assert code in (421, 426) and 'shutting down' in text, text
+assert time.time() - t < 5, 'SIGTERM took %.1f s to end a stalled upload' % (time.time() - t)
+assert not os.path.exists(root + '/stalled.bin'), 'a stalled upload took its name'
+print('ok SIGTERM ends a small upload over a kept connection whose bytes never come')
 PY
-pass "MODE E KEEP: connections kept only when asked, checked before reuse, dropped by PASV"
+pass "MODE E KEEP: connections kept only when asked, checked before reuse, dropped by PASV; small kept transfers answer ABOR and end on SIGTERM"
+wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM during a kept upload"
 log_clean

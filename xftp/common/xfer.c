@@ -23,6 +23,7 @@
 #include <dragstrip/net.h>
 #include <dragstrip/pace.h>
 #include <dragstrip/pool.h>
+#include <dragstrip/stop.h>
 
 #include "modee.h"
 #include "ranges.h"
@@ -163,7 +164,7 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
 {
         const struct xftp_xfer_opts *o = pl->opts;
 
-        if (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed))
+        if (ds_stopping() || (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed)))
                 return ds_fail(err, -EINTR, "transfer stopped");
         if (failed(pl))
                 return -ECANCELED;

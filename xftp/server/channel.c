@@ -169,6 +169,11 @@ static void log_refused(struct session *s, const struct xftp_data_refused *refus
                   s->anonymous ? "" : "; --fxp allows them");
 }
 
+bool xfer_kept_serve(const struct session *s, unsigned n)
+{
+        return s->kept_n == n && s->kept_prot_p == s->prot_p && s->pasv_fd < 0 && !s->active.len;
+}
+
 /* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
  * connections kept from the last one when no PASV or PORT came since (*reused says so);
  * else those PASV or PORT set up. Replies 425 and returns a negative errno when it
@@ -187,8 +192,7 @@ int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool 
                 session_reply(s, "425 Listings go over TCP: use PASV or PORT.");
                 return -ENOTCONN;
         }
-        if (reuse && s->kept_n == n && s->kept_prot_p == s->prot_p && s->pasv_fd < 0 &&
-            !s->active.len) {
+        if (reuse && xfer_kept_serve(s, n)) {
                 if (!kept_alive(s)) {
                         xfer_drop_kept(s);
                         session_reply(s, "425 The kept data connections were closed: use PASV "

@@ -29,6 +29,10 @@ bool xfer_may_connect(struct session *s, const struct xftp_addr *to, const char 
  * NULL), which ends every wait on them. */
 struct xftp_data_opts xfer_data_opts(struct session *s, atomic_bool *stop);
 
+/* Whether the n data connections kept from the last transfer serve the next one (no PASV
+ * or PORT came since, PROT is unchanged). */
+bool xfer_kept_serve(const struct session *s, unsigned n);
+
 /* Opens the n data connections of the next transfer: with reuse (a MODE E transfer), the
  * connections kept from the last one when no PASV or PORT came since (*reused says so);
  * else those PASV or PORT set up. Replies 425 and returns a negative errno when it

@@ -137,6 +137,19 @@ static int watch_make(struct session *s)
         return 0;
 }
 
+/* A transfer's start: no stop, no ABOR yet. */
+static void transfer_flags_clear(struct session *s)
+{
+        atomic_store(&s->xfer_stop, false);
+        atomic_store(&s->aborted, false);
+}
+
+int watch_skip(struct session *s)
+{
+        transfer_flags_clear(s);
+        return 0;
+}
+
 int watch_begin(struct session *s)
 {
         int rc = s->watch ? 0 : watch_make(s);
@@ -145,8 +158,7 @@ int watch_begin(struct session *s)
         struct watch *w = s->watch;
         eventfd_t stale;
         eventfd_read(w->wake, &stale); /* the last watch_end's wake-up, if it was never read */
-        atomic_store(&s->xfer_stop, false);
-        atomic_store(&s->aborted, false);
+        transfer_flags_clear(s);
         pthread_mutex_lock(&w->lock);
         atomic_store(&w->armed, true);
         pthread_cond_broadcast(&w->changed);

@@ -10,6 +10,9 @@ struct session;
 /* Starts watching for a transfer (the thread made the first time): s->xfer_stop and
  * s->aborted cleared, an ABOR already in s->in taken. Returns 0 or a negative errno. */
 int watch_begin(struct session *s);
+/* A transfer's start without the watcher (transfer.c's unwatched ones): s->xfer_stop and
+ * s->aborted cleared. Returns 0. */
+int watch_skip(struct session *s);
 /* Stops watching: returns once the thread no longer reads the control connection. */
 void watch_end(struct session *s);
 /* Ends the thread at the session's end. */
