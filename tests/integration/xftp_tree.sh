@@ -188,4 +188,42 @@ done) >"$work/bad"
 "$xftp" -q -r --update get $url/tree "$work/cut"
 diff -r "$root/tree" "$work/cut" >/dev/null || fail "--update after a stop: the copy differs"
 pass "Ctrl-C mid-tree: status 130, $(cat "$work/err"); what has its name is whole; --update ends the copy"
+# A listing that outlasts the server's idle time (--idle 2): the workers, logged in as it
+# began, were dropped meanwhile (421), and log in again for their first file. The session
+# that lists is held in turns of 1.2 s, each ended once it has served a few commands (its
+# context switches), as a slow listing would be; the workers sit idle throughout.
+mkdir -p "$work/xi/wide"
+for i in $(seq 1 300); do
+	mkdir "$work/xi/wide/d$i"
+	echo "$i" >"$work/xi/wide/d$i/f"
+done
+chown -R nobody "$work/xi"
+"$DS_BIN/xftpd" -p 2132 --listen 127.0.0.1 --root "$work/xi" --users "$work/users" --idle 2 \
+	>>"$work/xftpd.2132.log" 2>&1 &
+idle_pid=$!
+wait_listening 2132
+"$xftp" -q -r get ftp://bob:secret@127.0.0.1:2132/wide "$work/wide" 2>"$work/err" &
+getter=$!
+for _ in $(seq 500); do
+	[ "$(pgrep -P $idle_pid | wc -l)" -ge 4 ] && break
+	sleep 0.01
+done
+lister=$(pgrep -P $idle_pid | sort -n | head -1)
+switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$lister/status" 2>/dev/null || echo 0; }
+for _ in 1 2 3; do
+	kill -STOP "$lister" 2>/dev/null || break
+	sleep 1.2
+	before=$(switches)
+	kill -CONT "$lister"
+	for _ in $(seq 500); do
+		[ "$(switches)" -ge $((before + 4)) ] && break
+		sleep 0.01
+	done
+done
+status=0
+wait $getter || status=$?
+kill $idle_pid
+[ "$status" -eq 0 ] || fail "a listing longer than the server's idle time: status $status: $(head -5 "$work/err")"
+diff -r "$work/xi/wide" "$work/wide" >/dev/null || fail "a listing longer than the server's idle time: the copy differs"
+pass "a listing longer than the server's idle time: the idle workers log in again, the whole tree comes"
 echo "xftp_tree: $checks checks passed"

@@ -435,6 +435,14 @@ int ftp_close(struct ftp *ftp, struct ds_error *err)
         return rc;
 }
 
+bool ftp_ended_unasked(const struct ftp *ftp)
+{
+        if (ftp->owed > 0 || ftp->ctl.fd < 0)
+                return false;
+        struct pollfd pfd = {.fd = ftp->ctl.fd, .events = POLLIN};
+        return ftp->in_len > 0 || poll(&pfd, 1, 0) != 0;
+}
+
 /* A command that must get a 2xx reply. */
 static int cmd_ok(struct ftp *ftp, struct ds_error *err, const char *what)
 {

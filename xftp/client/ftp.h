@@ -101,6 +101,9 @@ int ftp_data_clear(struct ftp *ftp, struct ds_error *err);
  * else fails; otherwise the goodbye is polite, 2 s at most, its answer ignored. Returns 0
  * or a negative errno with err filled. */
 int ftp_close(struct ftp *ftp, struct ds_error *err);
+/* Whether the server spoke or hung up with no command owed a reply: an idle session it
+ * ended (421), so that no command can go on this connection. */
+bool ftp_ended_unasked(const struct ftp *ftp);
 
 /* Sends one command (formatted; CR and LF in arguments refused) and reads its reply.
  * Returns the reply code (100..599) or a negative errno with err filled. */

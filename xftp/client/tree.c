@@ -589,9 +589,10 @@ static bool await_plan(struct run *r)
         return run;
 }
 
-static void *worker_main(void *arg)
+/* A worker's control connection, logged in; NULL when the server would not give one (a
+ * refusal counted). */
+static struct ftp *worker_login(struct run *r)
 {
-        struct run *r = arg;
         const struct tree_login *l = r->login;
         struct ds_error err;
         struct ftp *ftp = malloc(sizeof(*ftp));
@@ -606,7 +607,25 @@ static void *worker_main(void *arg)
                 free(ftp);
                 return NULL;
         }
-        if (await_plan(r))
+        return ftp;
+}
+
+static void *worker_main(void *arg)
+{
+        struct run *r = arg;
+        struct ds_error err;
+        struct ftp *ftp = worker_login(r);
+        if (!ftp)
+                return NULL;
+        bool run = await_plan(r);
+        /* A listing longer than the server's idle time: it ended this session meanwhile. */
+        if (run && ftp_ended_unasked(ftp)) {
+                ftp_close(ftp, &err); /* nothing stored on it: nothing to fail */
+                free(ftp);
+                if (!(ftp = worker_login(r)))
+                        return NULL;
+        }
+        if (run)
                 work(r, ftp);
         if (ftp_close(ftp, &err) < 0) /* its uploads not known durable: the job fails */
                 plan_fail(&r->job->plan, "", err.text);
