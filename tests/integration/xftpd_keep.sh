@@ -1,7 +1,8 @@
 #!/bin/bash
 # MODE E KEEP (docs/xftp.md) from a raw client: without the OPTS every EOD says close; with
 # it, RETR and STOR after the first go over the same connection (125), their bytes whole;
-# bytes or a close on a kept connection between transfers end it (425), and PASV drops it.
+# bytes or a close on a kept connection between transfers end it (425), and PASV drops it;
+# a kept download the kernel cannot take whole is still watched for ABOR and a hang-up.
 source "$(dirname "$0")/xftpd_lib.sh"
 make_store
 put_file a.bin 70001
@@ -139,4 +140,55 @@ print('ok SIGTERM ends a small upload over a kept connection whose bytes never c
 PY
 pass "MODE E KEEP: connections kept only when asked, checked before reuse, dropped by PASV; small kept transfers answer ABOR and end on SIGTERM"
 wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM during a kept upload"
+
+# A block (16M here) that the kernel cannot take whole from the kept connection waits on
+# the client reading it: such a download is watched, and an ABOR from a client that stopped
+# reading cuts it at once (426, then 226), as does a hang-up.
+put_file block.bin $((16 << 20))
+start_xftpd 16462 -b 16M
+python3 - 16462 "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" <<'PY' || fail "an unread kept download"
+import socket, subprocess, sys, time
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl
+port, user, password, server = int(sys.argv[1]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+
+def kept_session():
+    c = Ctl(port)
+    c.login(user, password)
+    for cmd in ('TYPE I', 'MODE E', 'OPTS RETR Parallelism=1', 'OPTS MODE E KEEP'):
+        c.expect(200, cmd)
+    [conn] = c.data('RETR block.bin')
+    while True:  # read it all: the connection is kept for the next RETR
+        head = b''
+        while len(head) < 17:
+            head += conn.recv(17 - len(head))
+        left = int.from_bytes(head[1:9], 'big')
+        if head[0] & 0x08:
+            break
+        while left:
+            left -= len(conn.recv(min(left, 1 << 20)))
+    c.expect(226)
+    c.expect(125, 'RETR block.bin')
+    time.sleep(0.5)  # the kernel's buffers full, the server waiting on this client
+    return c, conn
+
+c, conn = kept_session()
+c.sock.settimeout(5)
+c.send('ABOR')
+assert c.reply()[0] == 426 and c.reply()[0] == 226
+print('ok an ABOR cuts a kept download of a block the client stopped reading')
+c.sock.close()
+conn.close()
+
+c, conn = kept_session()
+c.sock.close()
+t = time.time()
+while subprocess.run(['pgrep', '-P', str(server)], capture_output=True).stdout and time.time() - t < 5:
+    time.sleep(0.1)
+assert time.time() - t < 5, 'a session outlived its hang-up by 5 s, its download unread'
+conn.close()
+print('ok a hang-up ends a kept download the client stopped reading')
+PY
+pass "a kept download of a block the kernel cannot take whole: watched, ended by ABOR or a hang-up"
+kill "$xftpd_pid"
 log_clean
