@@ -40,6 +40,17 @@ pass "-r get of 200 files in 4 directories gives the same tree"
 pass "-r get keeps every file's modification time"
 [ -z "$(find "$work/got" -name '.*xftp-part')" ] || fail "-r get left partial files"
 
+# A file whose name cannot be taken (a directory there): it fails, and every other file of
+# its batch, synced with it, still takes its name.
+mkdir -p "$work/blocked/b/f7" && touch "$work/blocked/b/f7/keep"
+status=0
+"$xftp" -q -b 1M -r get $url/tree "$work/blocked" 2>"$work/err" || status=$?
+[ "$status" -ne 0 ] && grep -q 'f7: Is a directory' "$work/err" || fail "a name taken by a directory: status $status: $(cat "$work/err")"
+named=$(find "$work/blocked" -type f ! -name '.*' ! -path '*/f7/keep' | wc -l)
+partials=$(find "$work/blocked" -name '.*xftp-part' | wc -l)
+[ "$named" -eq 199 ] && [ "$partials" -eq 1 ] || fail "a name taken by a directory: $named files named, $partials left partial"
+pass "a name taken by a directory fails that file only: the other 199 of its batch take theirs"
+
 before=$(stamps "$work/got")
 "$xftp" --json -r --update get $url/tree "$work/got" >"$work/json"
 jq -e '.files == 0 and .skipped == 200 and .bytes == 0' "$work/json" >/dev/null ||

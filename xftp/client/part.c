@@ -253,19 +253,20 @@ static int flush_items(int fs_fd, struct part_pending *items, size_t count, stru
         int rc = 0;
         if (count == 0)
                 return 0;
-        if (syncfs(fs_fd) < 0)
+        /* Never a name for a file whose data may not be on disk; a name that fails (a
+         * directory there, say) keeps none of the others from theirs. */
+        bool synced = syncfs(fs_fd) == 0;
+        if (!synced)
                 rc = ds_fail(err, -errno, "syncing the files of %s", items[0].local);
-        for (size_t i = 0; i < count; i++) {
-                struct part_pending *p = &items[i];
+        for (size_t i = 0; i < count && synced; i++) {
                 struct ds_error mine;
-                /* Never a name for a file whose data may not be on disk. */
-                int one = rc < 0 ? 0 : part_rename(p->part, p->local, &mine);
+                int one = part_rename(items[i].part, items[i].local, &mine);
                 if (one < 0 && rc == 0) {
                         rc = one;
                         *err = mine;
                 }
         }
-        if (rc == 0 && syncfs(fs_fd) < 0)
+        if (synced && syncfs(fs_fd) < 0 && rc == 0)
                 rc = ds_fail(err, -errno, "syncing the names in %s", items[0].local);
         for (size_t i = 0; i < count; i++) {
                 free(items[i].part);
