@@ -56,6 +56,7 @@ struct queue {
 
 struct pipeline {
         const struct xftp_xfer_opts *opts;
+        pthread_t caller; /* the thread that runs the transfer: opts->on_slice's */
         enum xftp_xfer_mode mode;
         struct xftp_xfile *file;
         struct xftp_conn *conns;
@@ -164,6 +165,8 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
 {
         const struct xftp_xfer_opts *o = pl->opts;
 
+        if (o->on_slice && pthread_equal(pthread_self(), pl->caller))
+                o->on_slice(o->slice_ctx);
         if (ds_stopping() || (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed)))
                 return ds_fail(err, -EINTR, "transfer stopped");
         if (failed(pl))
@@ -729,6 +732,7 @@ static int pipeline_init(struct pipeline *pl, struct xftp_xfile *file, enum xftp
         unsigned depth = pipeline_depth(opts, n);
 
         *pl = (struct pipeline){.opts = opts,
+                                .caller = pthread_self(),
                                 .sending = sending,
                                 .mode = mode,
                                 .file = file,

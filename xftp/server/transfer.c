@@ -20,7 +20,6 @@
 #include "xverbs.h"
 
 #include <errno.h>
-#include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,31 +190,16 @@ void xfer_free_lent(struct session *s)
         xfer_budget_give(s, (uint64_t)LENT_BUFFERS * LENT_BUFFER_SIZE);
 }
 
-/* Whether a download of bytes goes whole into the kernel's room on the send side of the
- * kept connection fd: then it ends without the client reading it. SO_SNDBUF reads back
- * doubled, half of it the kernel's bookkeeping; the margin is for MODE E's headers and
- * TLS's records. */
-static bool fits_send_room(int fd, uint64_t bytes)
-{
-        int buf = 0, queued = 0;
-        socklen_t len = sizeof(buf);
-        if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, &len) < 0 ||
-            ioctl(fd, SIOCOUTQ, &queued) < 0 || buf <= 0 || queued < 0)
-                return false;
-        uint64_t room = (uint64_t)buf / 2;
-        return (uint64_t)queued < room && bytes + bytes / 32 + 4096 <= room - (uint64_t)queued;
-}
-
-/* Whether a transfer may run unwatched: a block or less over the MODE E connection kept
- * from the last one, a download no larger than what the kernel takes from it at once (one
- * that waited on a client not reading would see no ABOR, nor the client's hang-up, until
- * its idle deadline). It runs in the session's thread over a connection already open and
- * ends with its block, by its idle deadline, or at a stop (the pipeline looks at those
- * itself); an ABOR sent meanwhile is read as the next command, after the 226, and answered
- * as one with no transfer. Arming the watcher, waking it and waiting for it to let go of
- * the control connection cost each small file of a tree two thread switches: a get of
- * 2,000 files of 64 KiB took 586 ms unwatched against 626 (bench/xftp-tree.sh's tree,
- * ext4 with a journal, median of 10 alternating rounds; 548 against 626 in another 10). */
+/* Whether a transfer may run without the watcher thread: a block or less over the MODE E
+ * connection kept from the last one. It runs in the session's thread over a connection
+ * already open, and after each slice of a wait (a client that does not read, or does not
+ * send) the pipeline has the session glance at the control connection itself, for an
+ * ABOR, a hang-up or a stop, as the watcher would (watch_glance). An ABOR that comes while
+ * nothing waits is read after the transfer's 226 and answered as one with no transfer.
+ * Arming the watcher, waking it and waiting for it to let go of the control connection
+ * cost each small file of a tree two thread switches: a get of 2,000 files of 64 KiB took
+ * 586 ms unwatched against 626 (bench/xftp-tree.sh's tree, ext4 with a journal, median of
+ * 10 alternating rounds; 548 against 626 in another 10). */
 static bool unwatched(const struct session *s, const struct job *job, unsigned n,
                       enum xftp_xfer_mode mode, bool verbs)
 {
@@ -225,7 +208,7 @@ static bool unwatched(const struct session *s, const struct job *job, unsigned n
                          : o->limit == UINT64_MAX ? UINT64_MAX
                                                   : o->limit - o->offset;
         return !verbs && n == 1 && mode == XFTP_XFER_BLOCKS && s->keep && xfer_kept_serve(s, n) &&
-               bytes <= o->block && (job->upload || fits_send_room(s->kept[0].fd, bytes));
+               bytes <= o->block;
 }
 
 /* Opens the data connections, moves the data, closes them. Returns the pipeline's
@@ -249,6 +232,10 @@ static int run_job(struct session *s, struct job *job)
                 return -ENOMEM;
         bool watched = !unwatched(s, job, n, mode, verbs);
         int rc = watched ? watch_begin(s) : watch_skip(s);
+        if (!watched) {
+                job->opts.on_slice = watch_glance;
+                job->opts.slice_ctx = s;
+        }
         if (rc < 0) {
                 xfer_budget_give(s, need);
                 session_reply(s, "451 Cannot start the transfer.");

@@ -59,34 +59,40 @@ static void watch_abor(struct session *s)
         }
 }
 
+/* Reads what the control connection holds, waiting at most timeout_ms for it (on wake too,
+ * when wake >= 0): an ABOR stops the transfer, a hang-up or SIGTERM too. */
+static void watch_step(struct session *s, int wake, int timeout_ms)
+{
+        if (ds_stopping())
+                atomic_store(&s->xfer_stop, true);
+        bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
+        struct pollfd pfd[2] = {{.fd = s->ctl.fd, .events = room ? POLLIN : 0},
+                                {.fd = wake, .events = POLLIN}};
+        bool held = room && s->ctl.ops->pending && s->ctl.ops->pending(&s->ctl) > 0;
+        if (!held && (poll(pfd, wake >= 0 ? 2 : 1, timeout_ms) <= 0 ||
+                      !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))))
+                return;
+        ssize_t got =
+            xftp_conn_recv(&s->ctl, s->in + s->in_used, sizeof(s->in) - s->in_used, MSG_DONTWAIT);
+        if (got == -EINTR || got == -EAGAIN)
+                return;
+        if (got <= 0) {
+                atomic_store(&s->ctl_gone, true);
+                atomic_store(&s->xfer_stop, true);
+                return;
+        }
+        s->in_used += (size_t)got;
+        watch_abor(s);
+}
+
 /* One transfer's watch: until watch_end disarms it. */
 static void watch_transfer(struct watch *w)
 {
         struct session *s = w->s;
 
         watch_abor(s); /* an ABOR may have come in the same read as the command it cuts */
-        while (atomic_load(&w->armed)) {
-                if (ds_stopping())
-                        atomic_store(&s->xfer_stop, true);
-                bool room = s->in_used < sizeof(s->in) && !atomic_load(&s->ctl_gone);
-                struct pollfd pfd[2] = {{.fd = s->ctl.fd, .events = room ? POLLIN : 0},
-                                        {.fd = w->wake, .events = POLLIN}};
-                bool held = room && s->ctl.ops->pending && s->ctl.ops->pending(&s->ctl) > 0;
-                if (!held &&
-                    (poll(pfd, 2, 100) <= 0 || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))))
-                        continue;
-                ssize_t got = xftp_conn_recv(&s->ctl, s->in + s->in_used,
-                                             sizeof(s->in) - s->in_used, MSG_DONTWAIT);
-                if (got == -EINTR || got == -EAGAIN)
-                        continue;
-                if (got <= 0) {
-                        atomic_store(&s->ctl_gone, true);
-                        atomic_store(&s->xfer_stop, true);
-                        continue;
-                }
-                s->in_used += (size_t)got;
-                watch_abor(s);
-        }
+        while (atomic_load(&w->armed))
+                watch_step(s, w->wake, 100);
 }
 
 static void *watch_run(void *arg)
@@ -147,7 +153,13 @@ static void transfer_flags_clear(struct session *s)
 int watch_skip(struct session *s)
 {
         transfer_flags_clear(s);
+        watch_abor(s);
         return 0;
+}
+
+void watch_glance(void *session)
+{
+        watch_step(session, -1, 0);
 }
 
 int watch_begin(struct session *s)
