@@ -67,7 +67,8 @@ make_file "$vs_root/pub/big.bin" $((60 * 1048576 + 12345))
 
 "$xftp" -q get $url/pub/big.bin "$work/big.bin" >/dev/null &
 client=$!
-wait_size "$work/.big.bin.xftp-part" $((10 * 1048576))
+# The part records where it is whole once a second, each point durable first.
+wait_whole "$work/.big.bin.xftp-part" $((10 * 1048576))
 kill -9 $client
 wait $client 2>/dev/null || true
 [ ! -e "$work/big.bin" ] || fail "a killed download left a file under its final name"

@@ -20,6 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #define WHOLE_XATTR  "user.xftp.whole"
@@ -60,11 +61,36 @@ bool part_name_like(const char *name)
         return name[0] == '.' && len > suffix && strcmp(name + len - suffix, PART_SUFFIX) == 0;
 }
 
-void part_record_whole(uint64_t whole, void *ctx)
+/* Records that the partial fd is whole up to whole: true when it is recorded. */
+static bool write_whole(int fd, uint64_t whole)
 {
         char text[24];
         int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
-        fsetxattr(*(int *)ctx, WHOLE_XATTR, text, (size_t)n, 0); /* checked at open */
+        return fsetxattr(fd, WHOLE_XATTR, text, (size_t)n, 0) == 0; /* checked at open */
+}
+
+/* Records w->whole once the bytes below it are on the disk. */
+static void record_durable(struct part_whole *w)
+{
+        if (fdatasync(w->fd) == 0 && write_whole(w->fd, w->whole)) {
+                w->recorded = w->whole;
+                w->recorded_ns = ds_now_ns();
+        }
+}
+
+void part_record_whole(uint64_t whole, void *ctx)
+{
+        struct part_whole *w = ctx;
+        if (whole > w->whole)
+                w->whole = whole;
+        if (w->whole > w->recorded && ds_now_ns() - w->recorded_ns >= PART_WHOLE_EVERY_NS)
+                record_durable(w);
+}
+
+void part_whole_final(struct part_whole *w)
+{
+        if (w->whole > w->recorded)
+                record_durable(w);
 }
 
 /* How much of a partial download is whole: the attribute if there is one (never more
@@ -171,7 +197,7 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
                 return ds_fail(err, -errno, "%s", part);
         }
         record_origin(fd, origin);
-        part_record_whole(*offset, &fd);
+        write_whole(fd, *offset); /* a point recorded durable before, or the start */
         *marks = whole_of(fd, &marked) == *offset && marked;
         return fd;
 }

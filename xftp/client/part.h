@@ -37,8 +37,23 @@ struct part_origin {
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
-/* Records that the partial file *(int *)ctx is whole up to whole (xftp_xfer's on_prefix). */
+/* Where a partial download is whole, recorded on it as the data comes: at most once a
+ * second, each time after the bytes below the point are made durable (fdatasync), so that
+ * after a crash of the machine the point never names bytes the disk did not keep (they
+ * would read back as zeros, and --resume would go on past them to a whole-looking file).
+ * A killed xftp loses at most that second, fetched again when it resumes. */
+#define PART_WHOLE_EVERY_NS 1000000000ull
+struct part_whole {
+        int fd;
+        uint64_t whole;       /* the contiguous prefix written so far */
+        uint64_t recorded;    /* the one recorded on the file */
+        uint64_t recorded_ns; /* when */
+};
+/* Records that the partial download ((struct part_whole *)ctx) is whole up to whole, when
+ * a second has passed since the last record (xftp_xfer's on_prefix). */
 void part_record_whole(uint64_t whole, void *ctx);
+/* Records the last point (durable first) on a partial left for --resume. */
+void part_whole_final(struct part_whole *w);
 
 /* Cuts the partial file to size, gives it the mode of a new file and, when modified is
  * not NULL, that modification time; syncs it and renames it to local. Returns 0 or a

@@ -406,12 +406,15 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         if (rc == 0)
                 rc = ftp_prepare(ftp, n, o->verbs || kept_blocks(ftp, o, size), err);
         uint64_t start_ns = ds_now_ns();
+        /* the first record a second into the transfer: a tree's small file makes none */
+        struct part_whole whole = {
+            .fd = fd, .whole = offset, .recorded = offset, .recorded_ns = start_ns};
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, o->verbs, err);
         if (rc == 0) {
                 struct xftp_xfer_opts xo = xfer_opts(o, offset, limit);
                 xo.on_prefix = part_record_whole;
-                xo.prefix_ctx = &fd;
+                xo.prefix_ctx = &whole;
                 rc = move_data(ftp, &file, true, conns, n, &xo, &result, err);
                 t->bytes += result.bytes;
                 explain_get(rc, remote, part, size, bound, &result, o, err);
@@ -422,6 +425,8 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                       -EIO);
         if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
+        if (rc < 0 && result.prefix_end > 0) /* left for --resume */
+                part_whole_final(&whole);
         if (rc == 0 && batch)
                 rc = part_commit_later(batch, fd, part, local, result.prefix_end,
                                        timed ? &when : NULL, err);

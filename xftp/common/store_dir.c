@@ -5,6 +5,7 @@
  * and a hash of the user, so the partials of one name are found by prefix. */
 #include "store_int.h"
 
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
 #include <dirent.h>
@@ -40,8 +41,9 @@ struct dir_file {
         int parent_fd; /* uploads: the directory the file lands in */
         int mark_fd;   /* uploads: the resume point's file, made when first written */
         uint64_t marked;
-        bool first_unmarked; /* the first block's resume point is not written (dir_prefix) */
-        uint64_t unmarked;   /* that block's end, written if the upload is kept for REST */
+        uint64_t marked_ns; /* when it was written */
+        uint64_t unmarked;  /* the whole prefix not written yet, written if the upload is kept
+                             * for REST */
         bool upload;
         bool fresh; /* the upload made or emptied its temporary file (not continuing one) */
         bool committed;
@@ -453,32 +455,47 @@ static int read_mark(int parent, const char *mark, int part_fd, uint64_t *size)
         return 0;
 }
 
-static void dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
+/* How often an upload's resume point is written: each time, the data below it is made
+ * durable first, so that after a crash of the machine the point never names bytes the
+ * disk did not keep (a piece written through the page cache, or blocks whose allocation
+ * the journal had not committed, read back as zeros, and a resumed upload would go on
+ * past them to a whole-looking file). A kill of the server loses at most this much, sent
+ * again when the upload resumes. The first point comes a second into the upload: a tree's
+ * small file never gives the mark a disk block, whose release when the mark went cost a
+ * discard (1 ms here) per upload. */
+#define MARK_EVERY_NS 1000000000ull
+
+/* Writes the resume point prefix_end once the bytes below it are on the disk; left as it
+ * was when they cannot be made so. */
+static void mark_durable(struct dir_file *file, uint64_t prefix_end)
 {
-        struct dir_file *file = (struct dir_file *)base;
         char text[MARK_LEN + 1];
 
-        if (prefix_end <= file->marked)
+        if (fdatasync(file->fd) < 0)
                 return;
-        /* The first block is not marked: a file of one block (a tree's small file) then
-         * never gives the mark a disk block, whose release when the mark goes cost a
-         * discard (1 ms here) per upload. A server killed within that block loses its
-         * resume point: the upload continues from where it began. */
-        if (file->first_unmarked) {
-                file->first_unmarked = false;
-                file->unmarked = prefix_end;
-                return;
-        }
         if (file->mark_fd < 0) {
                 file->mark_fd = openat(file->parent_fd, file->mark,
                                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (file->mark_fd >= 0 && own_file(file->mark_fd) < 0)
                         file->mark_fd = close_keep(file->mark_fd, -1);
         }
-        /* One small write per block: the resume point survives a kill of the server. */
         snprintf(text, sizeof(text), "%020" PRIu64 "\n", prefix_end);
-        if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
+        if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN) {
                 file->marked = prefix_end;
+                file->marked_ns = ds_now_ns();
+        }
+}
+
+static void dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
+{
+        struct dir_file *file = (struct dir_file *)base;
+
+        if (prefix_end <= file->marked)
+                return;
+        if (prefix_end > file->unmarked)
+                file->unmarked = prefix_end;
+        if (ds_now_ns() - file->marked_ns >= MARK_EVERY_NS)
+                mark_durable(file, prefix_end);
 }
 
 /* Copies [at, end) of src into the upload at the same offsets. */
@@ -586,14 +603,15 @@ static int dir_create(struct xftp_store *store, const char *path,
         /* The resume point starts where the data will: what came before is whole. One that
          * cannot be written so must not stay naming more (a continuation cut the partial
          * back to its REST point): it goes, or the upload does. */
-        dir_prefix(&file->base, file->base.start);
+        file->marked_ns = ds_now_ns(); /* the first point a second into the upload */
+        if (file->base.start > file->marked)
+                mark_durable(file, file->base.start);
         if (file->marked != file->base.start && unlinkat(file->parent_fd, file->mark, 0) < 0 &&
             errno != ENOENT) {
                 rc = -errno;
                 store->ops->file_close(&file->base, true);
                 return rc;
         }
-        file->first_unmarked = true;
         *out = &file->base;
         return 0;
 }
@@ -694,7 +712,6 @@ static int dir_commit(struct xftp_store_file *base)
                 file->mark_fd = close_keep(file->mark_fd, -1);
                 file->unmarked = file->marked > file->unmarked ? file->marked : file->unmarked;
                 file->marked = 0;
-                file->first_unmarked = false;
         }
         if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
                 return -errno;
@@ -734,7 +751,7 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
             file->fd >= 0 && fstat(file->fd, &sb) == 0 && sb.st_size == 0)
                 keep = false;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
-                dir_prefix(base, file->unmarked); /* kept for REST: where to go on from */
+                mark_durable(file, file->unmarked); /* kept for REST: where to go on from */
         if (file->upload && !file->committed && file->fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
                 unlinkat(file->parent_fd, file->mark, 0); /* first, as in dir_commit */

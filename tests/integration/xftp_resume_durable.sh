@@ -1,0 +1,90 @@
+#!/bin/bash
+# A resume point names only bytes the disk keeps: xftpd writes an upload's (its .len file)
+# and xftp a download's (the user.xftp.whole attribute) at most once a second, each time
+# after an fdatasync of the partial, and once more, synced first, when the transfer is cut
+# and the partial kept for REST or --resume. strace follows every thread of the writer.
+source "$(dirname "$0")/xftpd_lib.sh"
+command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
+make_store
+put_file paced.bin $((12 << 20))
+port=16491
+start_xftpd "$port"
+
+# checks TRACE PARTIAL MARK: no write of a resume point in TRACE (strace -f -y) while a
+# write to the partial (a line matching PARTIAL) is not yet followed by its fdatasync; MARK
+# matches a resume point's write. Prints how many points there were.
+checks() {
+	python3 - "$@" <<'PY'
+import re, sys
+trace, partial, mark = sys.argv[1], re.compile(sys.argv[2]), re.compile(sys.argv[3])
+dirty, marks = False, 0
+for line in open(trace):
+    call = re.sub(r'^\d+ +', '', line)
+    if call.startswith('fdatasync(') and partial.search(call):
+        dirty = False
+    elif re.match(r'(pwrite64|write|pwritev|pwritev2)\(', call) and partial.search(call):
+        dirty = True
+    elif mark.search(call):
+        assert not dirty, 'a resume point written before its bytes were synced: ' + call
+        marks += 1
+print(marks)
+PY
+}
+
+# xftpd: a MODE S upload paced to 2 MB/s for 3 s, then cut (the data connection closed
+# before the end): points during it, and one at the cut.
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" "$work" <<'PY' ||
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl, traced
+port, user, password, server, work = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+
+def login_plain():
+    c = Ctl(port)
+    c.login(user, password)
+    return c
+
+c, tracer = traced(server, login_plain, ['-f', '-qq', '-y', '-o', work + '/server.trace', '-e',
+                                         'trace=fdatasync,pwrite64,write,pwritev,pwritev2'])
+c.expect(200, 'TYPE I')
+code = c.pasv_put('STOR whole.bin', os.urandom(6 << 20), pace=0.03)
+assert code == 226, code
+c.expect(200, 'ALLO %d' % (64 << 20))  # so that a close before it is a cut
+conns = c.data('STOR cut.bin')
+payload = os.urandom(64 << 10)
+import time
+end = time.time() + 3
+while time.time() < end:
+    conns[0].sendall(payload)
+    time.sleep(0.03)
+conns[0].close()
+code = c.reply()[0]
+assert code == 451, code
+c.expect(221, 'QUIT')
+tracer.terminate()
+tracer.wait()
+PY
+	fail "the traced uploads"
+n=$(checks "$work/server.trace" '\.xftpd-part\.[0-9a-f.]*>' '\.xftpd-part\.[0-9a-f.]*\.len>') ||
+	fail "xftpd: $n"
+[ "$n" -ge 2 ] || fail "xftpd wrote $n resume points in two uploads of 3 s"
+pass "xftpd writes an upload's resume point only after its bytes are synced ($n points)"
+
+# xftp: a get paced to 4 MB/s, cut by SIGINT after 2 s: points during it, one at the cut.
+xftp=$DS_BIN/xftp
+strace -f -qq -y -o "$work/client.trace" -e trace=fdatasync,pwrite64,write,fsetxattr \
+	"$xftp" -q -R 32M get "ftp://$user:$pass@127.0.0.1:$port/paced.bin" "$work/paced.bin" \
+	>/dev/null 2>&1 &
+tracer=$!
+sleep 2.5
+kill -INT "$(pgrep -P $tracer)" # xftp, strace's child
+wait $tracer 2>/dev/null || true
+[ ! -e "$work/paced.bin" ] || fail "a cut download took its final name"
+whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' \
+	"$work/.paced.bin.xftp-part") || fail "the cut download keeps no resume point"
+[ "$whole" -gt 0 ] || fail "the cut download's resume point is $whole"
+n=$(checks "$work/client.trace" '\.paced\.bin\.xftp-part>' 'fsetxattr\(.*"user\.xftp\.whole"') ||
+	fail "xftp: $n"
+[ "$n" -ge 2 ] || fail "xftp wrote $n resume points in a get of 2.5 s"
+pass "xftp records a download's resume point only after its bytes are synced ($n points, $whole bytes whole)"
+log_clean
