@@ -1,8 +1,9 @@
 #!/bin/bash
 # MODE E KEEP (docs/xftp.md) from a raw client: without the OPTS every EOD says close; with
 # it, RETR and STOR after the first go over the same connection (125), their bytes whole;
-# bytes or a close on a kept connection between transfers end it (425), and PASV drops it;
-# a kept download the kernel cannot take whole is still watched for ABOR and a hang-up.
+# bytes or a close on a kept connection between transfers end it (425, and 226 for an ABOR
+# sent with the command), and PASV drops it; a kept download the kernel cannot take whole
+# still ends on an ABOR or a hang-up.
 source "$(dirname "$0")/xftpd_lib.sh"
 make_store
 put_file a.bin 70001
@@ -145,6 +146,21 @@ assert time.time() - t < 2, 'ABOR took %.1f s to cut a stalled kept upload' % (t
 assert not os.path.exists(root + '/stalled.bin'), 'a cut upload took its name'
 c.expect(200, 'NOOP')
 print('ok an ABOR cuts a small kept upload whose bytes never come')
+
+# An ABOR that comes with the RETR it cuts is taken before the transfer starts: when the
+# kept connection turns out gone, it still gets its 226, after the 425.
+[conn] = c.data('RETR a.bin')
+assert receive(conn)[0] == files['a.bin']
+c.expect(226)
+conn.close()
+time.sleep(0.2)
+c.send(b'RETR a.bin\r\nABOR\r\n')
+c.expect(425)
+c.sock.settimeout(5)
+c.expect(226)
+c.sock.settimeout(20)
+c.expect(200, 'NOOP')
+print('ok an ABOR sent with a RETR whose kept connection is gone: 425, then 226')
 
 # And on SIGTERM: the stop is the pipeline's own to see. Nothing takes the upload's name.
 [conn] = c.data('RETR a.bin')

@@ -224,9 +224,13 @@ int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool 
                 rc < 0 ? xftp_conn_none(&conns[i]) : xftp_conn_plain(&conns[i], fds[i]);
         if (rc < 0)
                 session_reply(s, "425 Cannot open the data connection: %s.", err.text);
-        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while waiting for the connection */
-                session_reply(s, "226 ABOR done.");
         return rc;
+}
+
+void xfer_reply_unopened(struct session *s)
+{
+        if (atomic_load(&s->aborted))
+                session_reply(s, "226 ABOR done.");
 }
 
 /* Replies for a transfer cut short, and for the ABOR that cut it. */

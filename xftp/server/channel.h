@@ -40,6 +40,12 @@ bool xfer_kept_serve(const struct session *s, unsigned n);
 int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool reuse,
                    bool *reused);
 
+/* After data connections that never opened (xfer_open_data or xfer_open_verbs replied
+ * 425), once the watch has ended: 226 for an ABOR taken meanwhile, which no other reply
+ * answers (it may have come with the command, before the kept connection was found gone,
+ * or while a connection was awaited). */
+void xfer_reply_unopened(struct session *s);
+
 /* Replies for a transfer cut short (rc, why), and for the ABOR that cut it. */
 void xfer_reply_cut(struct session *s, int rc, const char *why);
 

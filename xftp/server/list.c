@@ -137,7 +137,8 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
         } else if (watch_begin(s) == 0) {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
                 bool reused;
-                if (xfer_open_data(s, &conn, 1, false, &reused) == 0) {
+                bool opened = xfer_open_data(s, &conn, 1, false, &reused) == 0;
+                if (opened) {
                         struct ds_error err;
                         session_reply(s, "150 Here comes the listing.");
                         *l =
@@ -152,6 +153,8 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                                 xfer_reply_cut(s, rc, strerror(-rc));
                 }
                 watch_end(s);
+                if (!opened)
+                        xfer_reply_unopened(s);
         }
         free(l);
         xfer_reset(s);

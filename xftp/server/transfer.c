@@ -284,6 +284,8 @@ static int run_job(struct session *s, struct job *job)
         }
         if (watched)
                 watch_end(s);
+        if (!job->connected)
+                xfer_reply_unopened(s);
         xfer_budget_give(s, need);
         return rc;
 }

@@ -9,7 +9,6 @@
 #include "xverbs.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -187,7 +186,5 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
         }
         if (rc < 0)
                 session_reply(s, "425 Cannot open the verbs data channel: %s.", err.text);
-        if (rc < 0 && atomic_load(&s->aborted)) /* ABOR while the links were set up */
-                session_reply(s, "226 ABOR done.");
         return rc;
 }
