@@ -120,9 +120,10 @@ struct xftp_xfer_opts {
          * depth and as large as its block, else it maps its own. A caller moving many small
          * files lends one pool to them all instead of mapping and touching one per file. */
         struct ds_pool *pool;
-        /* May be NULL: called after each slice of a wait in the caller's own thread (never
-         * in the pipeline's others), for a caller that watches something meanwhile with no
-         * thread of its own (xftpd, its control connection for an ABOR); it may set *stop. */
+        /* May be NULL: called after each slice of a wait and each socket call that moved
+         * bytes, in the caller's own thread (never in the pipeline's others), for a caller
+         * that watches something meanwhile with no thread of its own (xftpd, its control
+         * connection for an ABOR); it may set *stop. */
         void (*on_slice)(void *ctx);
         void *slice_ctx;
 };

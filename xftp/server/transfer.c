@@ -192,10 +192,11 @@ void xfer_free_lent(struct session *s)
 
 /* Whether a transfer may run without the watcher thread: a block or less over the MODE E
  * connection kept from the last one. It runs in the session's thread over a connection
- * already open, and after each slice of a wait (a client that does not read, or does not
- * send) the pipeline has the session glance at the control connection itself, for an
- * ABOR, a hang-up or a stop, as the watcher would (watch_glance). An ABOR that comes while
- * nothing waits is read after the transfer's 226 and answered as one with no transfer.
+ * already open, and after each socket call on the data connection and each slice of a wait
+ * (a client that does not read, or does not send) the pipeline has the session glance at
+ * the control connection itself, for an ABOR, a hang-up or a stop, as the watcher would
+ * (watch_glance). An ABOR that comes after the last of them is read after the transfer's
+ * 226 and answered as one with no transfer.
  * Arming the watcher, waking it and waiting for it to let go of the control connection
  * cost each small file of a tree two thread switches: a get of 2,000 files of 64 KiB took
  * 586 ms unwatched against 626 (bench/xftp-tree.sh's tree, ext4 with a journal, median of
