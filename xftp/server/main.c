@@ -363,6 +363,9 @@ int main(int argc, char **argv)
         if (xftp_store_open(&store, o->roots, o->direct_reads ? XFTP_STORE_DIRECT_READS : 0, &err) <
             0)
                 errx(1, "%s", err.text);
+        /* Before the port opens: a SIGUSR1 sent once it listens is a stray one to ignore,
+         * not a default action that ends the server. */
+        xftpd_session_catch_ban();
         int listen_fd = ds_net_listen(o->listen_addr, o->port, SOCK_STREAM, &err);
         if (listen_fd < 0)
                 errx(1, "%s", err.text);
@@ -382,7 +385,6 @@ int main(int argc, char **argv)
                 errx(1, "%s", err.text);
         ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */
         catch_reload();
-        xftpd_session_catch_ban();
         struct ds_shared_budget *budget;
         rc = ds_shared_budget_create(&budget, o->max_mem, o->max_sessions);
         if (rc < 0)
