@@ -72,7 +72,11 @@ static bool write_whole(int fd, uint64_t whole)
 /* Records w->whole once the bytes below it are on the disk. */
 static void record_durable(struct part_whole *w)
 {
-        if (fdatasync(w->fd) == 0 && write_whole(w->fd, w->whole)) {
+        if (w->failed)
+                return;
+        if (fdatasync(w->fd) < 0)
+                w->failed = -errno;
+        else if (write_whole(w->fd, w->whole)) {
                 w->recorded = w->whole;
                 w->recorded_ns = ds_now_ns();
         }

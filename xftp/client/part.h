@@ -48,11 +48,14 @@ struct part_whole {
         uint64_t whole;       /* the contiguous prefix written so far */
         uint64_t recorded;    /* the one recorded on the file */
         uint64_t recorded_ns; /* when */
+        int failed;           /* a sync's negative errno: no point moves after it */
 };
 /* Records that the partial download ((struct part_whole *)ctx) is whole up to whole, when
  * a second has passed since the last record (xftp_xfer's on_prefix). */
 void part_record_whole(uint64_t whole, void *ctx);
-/* Records the last point (durable first) on a partial left for --resume. */
+/* Records the last point (durable first) on a partial left for --resume. After a failed
+ * sync (w->failed) neither records: the error is told once, so the next sync would pass
+ * over the lost pages, and the download must fail rather than take its name. */
 void part_whole_final(struct part_whole *w);
 
 /* Cuts the partial file to size, gives it the mode of a new file and, when modified is

@@ -419,6 +419,8 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 t->bytes += result.bytes;
                 explain_get(rc, remote, part, size, bound, &result, o, err);
         }
+        if (rc == 0 && whole.failed) /* pages the disk did not take: never the final name */
+                rc = ds_fail(err, whole.failed, "fdatasync %s", part);
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
                               (unsigned long long)result.prefix_end, (unsigned long long)size),

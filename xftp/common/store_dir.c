@@ -1,7 +1,7 @@
 /* The plain-directory store: every path opened beneath one root descriptor. An upload
  * lives in ".xftpd-part.KEY" beside its final name, locked while it is written, with
  * ".xftpd-part.KEY.len" holding the length of its whole prefix (the resume point) as
- * decimal text once there is one past the first block; KEY is a hash of the name, a dot
+ * decimal text once an upload has run a second; KEY is a hash of the name, a dot
  * and a hash of the user, so the partials of one name are found by prefix. */
 #include "store_int.h"
 
@@ -47,7 +47,8 @@ struct dir_file {
         bool upload;
         bool fresh; /* the upload made or emptied its temporary file (not continuing one) */
         bool committed;
-        int written_out; /* xftp_store_write_out's result: 1 done, a negative errno, 0 not yet */
+        int written_out; /* xftp_store_write_out's result: 1 done, a negative errno (its or
+                          * a resume point's sync), 0 not yet */
         char leaf[256];
         char part[64];
         char mark[64];
@@ -466,13 +467,19 @@ static int read_mark(int parent, const char *mark, int part_fd, uint64_t *size)
 #define MARK_EVERY_NS 1000000000ull
 
 /* Writes the resume point prefix_end once the bytes below it are on the disk; left as it
- * was when they cannot be made so. */
+ * was when they cannot be made so. A failed sync counts as a failed write-out: the error
+ * is told once, so the next sync would pass over the lost pages (and the commit's wait
+ * too); the upload then neither commits nor moves its point again. */
 static void mark_durable(struct dir_file *file, uint64_t prefix_end)
 {
         char text[MARK_LEN + 1];
 
-        if (fdatasync(file->fd) < 0)
+        if (file->written_out < 0)
                 return;
+        if (fdatasync(file->fd) < 0) {
+                file->written_out = -errno;
+                return;
+        }
         if (file->mark_fd < 0) {
                 file->mark_fd = openat(file->parent_fd, file->mark,
                                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -606,9 +613,11 @@ static int dir_create(struct xftp_store *store, const char *path,
         file->marked_ns = ds_now_ns(); /* the first point a second into the upload */
         if (file->base.start > file->marked)
                 mark_durable(file, file->base.start);
-        if (file->marked != file->base.start && unlinkat(file->parent_fd, file->mark, 0) < 0 &&
-            errno != ENOENT) {
+        rc = file->written_out;
+        if (rc == 0 && file->marked != file->base.start &&
+            unlinkat(file->parent_fd, file->mark, 0) < 0 && errno != ENOENT)
                 rc = -errno;
+        if (rc < 0) {
                 store->ops->file_close(&file->base, true);
                 return rc;
         }
@@ -740,10 +749,6 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
 
         if (file->base.xfile.ops)
                 xftp_xfile_plain_close(&file->base.xfile);
-        /* A partial whose write-out failed may hold pages the disk never took, and no later
-         * wait says so again (a writeback error is told once): it is not kept for REST. */
-        if (file->written_out < 0)
-                keep = false;
         struct stat sb;
         /* A new upload that received nothing has nothing to resume: its empty partial goes
          * (a STOR refused 425, with no data connection, would otherwise leave one). */
@@ -752,6 +757,11 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
                 keep = false;
         if (file->upload && !file->committed && keep && file->unmarked > file->marked)
                 mark_durable(file, file->unmarked); /* kept for REST: where to go on from */
+        /* A partial whose write-out (or a resume point's sync) failed may hold pages the disk
+         * never took, and no later wait says so again (a writeback error is told once): it
+         * is not kept for REST. */
+        if (file->written_out < 0)
+                keep = false;
         if (file->upload && !file->committed && file->fd >= 0 &&
             (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
                 unlinkat(file->parent_fd, file->mark, 0); /* first, as in dir_commit */

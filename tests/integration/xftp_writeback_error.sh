@@ -1,0 +1,87 @@
+#!/bin/bash
+# A writeback error is told once: when the sync before a resume point (xftpd's .len file,
+# xftp's user.xftp.whole) is the one told, the transfer fails, and neither the point nor the
+# commit's own sync passes over the lost pages. The disk is ext4 in a file on a small tmpfs
+# (a loop device): the tmpfs filled, writeback fails (ENOSPC), then room is made again, so
+# every later sync succeeds. Pieces under 1 MiB (-b 256K, and a get smaller than its block)
+# go through the page cache, where such an error waits for a sync to be told.
+source "$(dirname "$0")/xftpd_lib.sh"
+[ "$(id -u)" -eq 0 ] || fail "needs root (a loop device and mounts)"
+make_store
+put_file source.bin $((16 << 20))
+mkdir "$work/backing" "$work/disk"
+mount -t tmpfs -o size=48m tmpfs "$work/backing" || fail "cannot mount a tmpfs"
+truncate -s 256M "$work/backing/ext4.img"
+# No journal, every bitmap written: only data blocks are left for the filled tmpfs to refuse
+# (a journal's or a bitmap's write refused would make the file system read-only).
+mkfs.ext4 -q -F -b 4096 -N 64 -O ^has_journal,^metadata_csum,^uninit_bg -E lazy_itable_init=0,nodiscard \
+	"$work/backing/ext4.img" || fail "mkfs.ext4"
+mount -o loop "$work/backing/ext4.img" "$work/disk" || fail "cannot mount the loop disk"
+mkdir "$work/disk/root" "$work/disk/get"
+chown nobody "$work/disk/root"
+sync -f "$work/disk"
+port=16493
+"$xftpd" -p "$port" --root "$work/disk/root" --users "$work/users" "${run_as[@]}" -b 256K \
+	2>>"$work/xftpd.log" &
+xftpd_pid=$!
+wait_listening "$port"
+"$xftpd" -p $((port + 1)) --root "$work/root" --users "$work/users" "${run_as[@]}" \
+	2>>"$work/xftpd.log" &
+wait_listening $((port + 1))
+
+# fill_but MIB: the tmpfs under the disk keeps only MIB MiB free.
+fill_but() {
+	local free_kib
+	free_kib=$(df --output=avail -k "$work/backing" | tail -1)
+	head -c $(((free_kib - $1 * 1024) * 1024)) /dev/zero >"$work/backing/filler"
+}
+
+# room_when_full: in the background, until the tmpfs fills, then the filler goes.
+room_when_full() {
+	(
+		for _ in $(seq 500); do
+			[ "$(stat -f -c %a "$work/backing")" -gt 64 ] || break
+			sleep 0.02
+		done
+		rm -f "$work/backing/filler"
+	) &
+	roomer=$!
+}
+
+# xftpd: a MODE S upload of 16 MiB paced to 4 MB/s (32 Mbit/s); its first resume point, a second in,
+# syncs 4 MB into a tmpfs with 2 MiB left.
+fill_but 2
+room_when_full
+status=0
+"$DS_BIN/xftp" -q -R 32M put "$work/root/source.bin" \
+	"ftp://$user:$pass@127.0.0.1:$port/up.bin" >/dev/null 2>"$work/put.err" || status=$?
+wait "$roomer"
+[ -e "$work/backing/filler" ] && fail "the upload never filled the disk"
+[ "$status" -ne 0 ] || fail "xftpd took an upload whose writeback failed"
+[ ! -e "$work/disk/root/up.bin" ] || fail "an upload whose writeback failed took its name"
+[ -z "$(ls -A "$work/disk/root")" ] || fail "a failed upload left: $(ls -A "$work/disk/root"): $(cat "$work/put.err")"
+pass "xftpd fails an upload whose resume point's sync failed ($(head -c 120 "$work/put.err"))"
+
+# xftp: a get of 16 MiB (under its 64 MiB block: through the page cache) paced the same.
+fill_but 2
+room_when_full
+status=0
+"$DS_BIN/xftp" -q -b 64M -R 32M get "ftp://$user:$pass@127.0.0.1:$((port + 1))/source.bin" \
+	"$work/disk/get/got.bin" >/dev/null 2>"$work/get.err" || status=$?
+wait "$roomer"
+[ -e "$work/backing/filler" ] && fail "the download never filled the disk"
+[ "$status" -ne 0 ] || fail "xftp finished a download whose writeback failed"
+[ ! -e "$work/disk/get/got.bin" ] || fail "a download whose writeback failed took its name"
+grep -q 'fdatasync' "$work/get.err" || fail "xftp does not say why: $(cat "$work/get.err")"
+# What the disk keeps (the cache dropped with the mount): the resume point names no more.
+part=$work/disk/get/.got.bin.xftp-part
+whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' \
+	"$part") || fail "the failed download keeps no resume point"
+kill "$xftpd_pid"
+wait "$xftpd_pid" || fail "xftpd on the loop disk did not end cleanly"
+umount "$work/disk"
+mount -o loop "$work/backing/ext4.img" "$work/disk" || fail "cannot mount the loop disk again"
+cmp -s -n "$whole" "$part" "$work/root/source.bin" ||
+	fail "the bytes below the resume point $whole are not what came"
+pass "xftp fails a download whose resume point's sync failed; its point ($whole) holds"
+log_clean
