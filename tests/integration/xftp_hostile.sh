@@ -1,7 +1,8 @@
 #!/bin/bash
 # xftp against a hostile server (xftp_hostile_server.py): a reply that never ends is cut at
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
-# terminal, and names with .. or / in a listing write nothing outside the destination.
+# terminal, names with .. or / in a listing write nothing outside the destination, and a
+# download whose HASH differs leaves nothing to resume.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
@@ -31,4 +32,15 @@ hostile 2212 tricks
 [ "$(find "$work" -name '*evil*' | wc -l)" -eq 0 ] ||
 	fail "a listed name wrote outside the destination: $(find "$work" -name '*evil*')"
 pass "get -r: listed names with .. or / write nothing outside the destination"
+wait "$hostile_pid" || true
+
+# A download whose HASH differs keeps nothing: its partial, resumable as whole, would let a
+# --resume without --verify commit the same bytes under the name.
+hostile 2213 lying-hash
+expect_error "a HASH that differs" "SHA-256 differs" "$xftp" -q --verify get \
+	ftp://u:p@127.0.0.1:2213/f "$work/lied"
+[ ! -e "$work/lied" ] || fail "a download whose HASH differs took its name"
+[ -z "$(find "$work" -name '*lied*')" ] ||
+	fail "a download whose HASH differs left a partial: $(find "$work" -name '*lied*')"
+pass "get --verify: a HASH that differs leaves neither the file nor a partial to resume"
 wait "$hostile_pid" || true

@@ -1,6 +1,7 @@
 """A hostile FTP server for xftp_hostile.sh: one session. argv: PORT, then "endless" (a
-multi-line greeting that never ends) or "tricks" (PASV names a third host, listings carry
-terminal escapes and names that climb out with .. or /)."""
+multi-line greeting that never ends), "tricks" (PASV names a third host, listings carry
+terminal escapes and names that climb out with .. or /) or "lying-hash" (HASH names a hash
+that is not the file's)."""
 import socket
 import sys
 
@@ -37,6 +38,8 @@ while True:
         say('211-feat')
         say(' MLST type*;size*;')
         say(' SIZE')
+        if how == 'lying-hash':
+            say(' HASH SHA-256*')
         say('211 End')
     elif verb == 'PASV':
         data_listener = socket.create_server(('127.0.0.1', 0))
@@ -55,6 +58,8 @@ while True:
             conn.sendall(b'hello')
         conn.close()
         say('226 done')
+    elif verb == 'HASH' and how == 'lying-hash':
+        say('213 SHA-256 0-4 ' + '0' * 64)
     elif verb == 'SIZE':
         say('213 5')
     elif verb == 'QUIT':

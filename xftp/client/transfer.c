@@ -162,9 +162,12 @@ static int open_transfer(struct ftp *ftp, const char *verb, const char *remote, 
         }
 }
 
-/* HASH on the server and the same hash here; 0 when they match. */
+/* HASH on the server and the same hash here; 0 when they match. When they do not, -EIO:
+ * a download (differs non-NULL) gets *differs set, as its partial is not to be trusted;
+ * an upload is already under its name on the server, and the message says so. */
 static int verify(struct ftp *ftp, const char *remote, struct xftp_xfile *file, uint64_t size,
-                  const struct job_opts *o, struct job_totals *t, struct ds_error *err)
+                  const struct job_opts *o, struct job_totals *t, bool *differs,
+                  struct ds_error *err)
 {
         int rc = ftp_cmd(ftp, err, "HASH %s", remote);
         if (rc < 0)
@@ -178,10 +181,14 @@ static int verify(struct ftp *ftp, const char *remote, struct xftp_xfile *file, 
         rc = xftp_hash_file(file, algo, 0, size, o->block, o->stop, mine, NULL, err);
         if (rc < 0)
                 return rc;
-        if (strcasecmp(mine, hex) != 0)
-                return ds_fail(err, 0, "%s: %s differs: server %s, here %s", remote, name, hex,
-                               mine),
+        if (strcasecmp(mine, hex) != 0) {
+                if (differs)
+                        *differs = true;
+                return ds_fail(err, 0, "%s: %s differs: server %s, here %s (%s)", remote, name, hex,
+                               mine,
+                               differs ? "nothing kept here" : "the server keeps what it took"),
                        -EIO;
+        }
         t->verified++;
         t->last_algo = algo;
         snprintf(t->last_hash, sizeof(t->last_hash), "%s", mine);
@@ -425,8 +432,11 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
                               (unsigned long long)result.prefix_end, (unsigned long long)size),
                       -EIO);
+        bool differs = false;
         if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
-                rc = verify(ftp, remote, &file, result.prefix_end, o, t, err);
+                rc = verify(ftp, remote, &file, result.prefix_end, o, t, &differs, err);
+        if (differs) /* which bytes are wrong is unknown: none of them is resumable */
+                result.prefix_end = 0;
         if (rc < 0 && result.prefix_end > 0) /* left for --resume */
                 part_whole_final(&whole);
         if (rc == 0 && batch)
@@ -540,7 +550,7 @@ int transfer_put_file(struct ftp *ftp, const char *local, const char *remote,
                 }
                 t->seconds += ds_seconds_between(start_ns, ds_now_ns());
                 if (rc == 0 && o->verify)
-                        rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, err);
+                        rc = verify(ftp, remote, &file, (uint64_t)st.st_size, o, t, NULL, err);
                 if (rc == 0) /* sent ahead: its reply comes before the next one's */
                         ftp_set_modified(ftp, remote, &st.st_mtim, &ignored);
                 if (rc == 0 && !o->reuse)
