@@ -2,7 +2,8 @@
 # A resume point names only bytes the disk keeps: xftpd writes an upload's (its .len file)
 # and xftp a download's (the user.xftp.whole attribute) at most once a second, each time
 # after an fdatasync of the partial, and once more, synced first, when the transfer is cut
-# and the partial kept for REST or --resume. strace follows every thread of the writer.
+# and the partial kept for REST or --resume; one that cannot be written costs a sync a second,
+# not one per piece. strace follows every thread of the writer.
 source "$(dirname "$0")/xftpd_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 make_store
@@ -87,4 +88,52 @@ n=$(checks "$work/client.trace" '\.paced\.bin\.xftp-part>' 'fsetxattr\(.*"user\.
 	fail "xftp: $n"
 [ "$n" -ge 2 ] || fail "xftp wrote $n resume points in a get of 2.5 s"
 pass "xftp records a download's resume point only after its bytes are synced ($n points, $whole bytes whole)"
+
+# xftpd: a resume point that cannot be written (here a directory at its name) still waits a
+# second for the next sync, not the next piece: an upload paced for 2.5 s in 64 KiB pieces
+# (-b 64K) syncs its partial a few times, not once a piece.
+kill "$xftpd_pid"
+wait "$xftpd_pid" || true
+start_xftpd "$port" -b 64K
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" "$work" <<'PY' ||
+import glob, os, sys, time
+sys.path.insert(0, sys.argv[2])
+import xftpd_raw
+port, server, work = int(sys.argv[1]), sys.argv[5], sys.argv[6]
+
+
+def session():
+    """A logged-in control connection in binary mode."""
+    c = xftpd_raw.Ctl(port)
+    c.login(sys.argv[3], sys.argv[4])
+    c.expect(200, 'TYPE I')
+    return c
+
+
+c = session()
+c.expect(200, 'ALLO %d' % (64 << 20))
+before = set(glob.glob(work + '/root/.xftpd-part.*.len'))
+assert c.pasv_put('STOR blocked.bin', os.urandom(1 << 16)) == 451  # cut: a point, to name
+for _ in range(100):  # the point comes as the partial is kept, after the reply
+    marks = set(glob.glob(work + '/root/.xftpd-part.*.len')) - before
+    if marks:
+        break
+    time.sleep(0.05)
+[mark] = marks
+os.unlink(mark)
+os.mkdir(mark)
+c.expect(221, 'QUIT')
+c, tracer = xftpd_raw.traced(server, session,
+                             ['-f', '-qq', '-o', work + '/blocked.trace', '-e', 'trace=fdatasync'])
+code = c.pasv_put('STOR blocked.bin', os.urandom(5 << 20), pace=0.03)
+assert code == 226, code
+c.expect(221, 'QUIT')
+tracer.terminate()
+tracer.wait()
+syncs = sum(1 for line in open(work + '/blocked.trace') if 'fdatasync(' in line)
+assert syncs <= 6, '%d syncs of an upload of 2.5 s whose point cannot be written' % syncs
+print(syncs)
+PY
+	fail "an upload whose resume point cannot be written"
+pass "xftpd syncs an upload whose resume point cannot be written once a second, not per piece"
 log_clean

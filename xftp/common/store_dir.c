@@ -41,7 +41,7 @@ struct dir_file {
         int parent_fd; /* uploads: the directory the file lands in */
         int mark_fd;   /* uploads: the resume point's file, made when first written */
         uint64_t marked;
-        uint64_t marked_ns; /* when it was written */
+        uint64_t marked_ns; /* when a point was last tried, its bytes synced */
         uint64_t unmarked;  /* the whole prefix not written yet, written if the upload is kept
                              * for REST */
         bool upload;
@@ -480,6 +480,9 @@ static void mark_durable(struct dir_file *file, uint64_t prefix_end)
                 file->written_out = -errno;
                 return;
         }
+        /* The next sync a second on, even when this point cannot be written (no inode for
+         * its file, something else at its name): else every piece would pay one. */
+        file->marked_ns = ds_now_ns();
         if (file->mark_fd < 0) {
                 file->mark_fd = openat(file->parent_fd, file->mark,
                                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -487,10 +490,8 @@ static void mark_durable(struct dir_file *file, uint64_t prefix_end)
                         file->mark_fd = close_keep(file->mark_fd, -1);
         }
         snprintf(text, sizeof(text), "%020" PRIu64 "\n", prefix_end);
-        if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN) {
+        if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
                 file->marked = prefix_end;
-                file->marked_ns = ds_now_ns();
-        }
 }
 
 static void dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
