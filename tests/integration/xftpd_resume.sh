@@ -162,10 +162,18 @@ c.send('ABOR')
 c.expect(425)
 c.expect(226)
 c.expect(200, 'NOOP')
+# Two ABORs in one read (a cancel pressed twice): the first cuts the upload whose bytes
+# never come (426, 226), the second gets its own 226.
+data = c.data('STOR never.bin')
+c.send(b'ABOR\r\nABOR\r\n')
+c.sock.settimeout(5)
+assert [c.reply()[0] for _ in range(3)] == [426, 226, 226]
+data[0].close()
+c.expect(200, 'NOOP')
 PY
 [ ! -e "$work/root/short.bin" ] && [ ! -e "$work/root/over.bin" ] ||
 	fail "a short or overlong upload appeared under its name"
-pass "ALLO: short uploads kept aside (451), overlong ones refused (552); ABOR gives 426 (or 425), 226"
+pass "ALLO: short uploads kept aside (451), overlong ones refused (552); ABOR gives 426 (or 425), 226, each ABOR its reply"
 
 # ALLO reserves no disk: a client that announces 1 GiB and sends 1000 bytes holds no more
 # disk than that, kept for REST or committed.

@@ -25,7 +25,7 @@ struct watch {
                    * every transfer waits for no slice */
 };
 
-/* Takes every ABOR line out of s->in. Returns whether there was one. */
+/* Takes the first ABOR line out of s->in. Returns whether there was one. */
 static bool take_abor(struct session *s)
 {
         struct xftpd_cmd *cmd = malloc(sizeof(*cmd));
@@ -33,16 +33,15 @@ static bool take_abor(struct session *s)
         bool found = false;
         size_t at = 0;
 
-        while (cmd && at < s->in_used) {
+        while (cmd && !found && at < s->in_used) {
                 char *lf = memchr(s->in + at, '\n', s->in_used - at);
                 if (!lf)
                         break;
                 size_t len = (size_t)(lf - (s->in + at)) + 1;
-                if (xftpd_cmd_parse(s->in + at, len, cmd, &refusal) == 0 && cmd->verb == V_ABOR) {
+                found = xftpd_cmd_parse(s->in + at, len, cmd, &refusal) == 0 && cmd->verb == V_ABOR;
+                if (found) {
                         memmove(s->in + at, s->in + at + len, s->in_used - at - len);
                         s->in_used -= len;
-                        found = true;
-                        continue;
                 }
                 at += len;
         }
@@ -50,10 +49,12 @@ static bool take_abor(struct session *s)
         return found;
 }
 
-/* Takes any ABOR out of s->in and, if there was one, stops the transfer. */
+/* Takes an ABOR out of s->in and, if there was one, stops the transfer. One only: the
+ * transfer's replies answer it, and any other is left for the session to answer as an
+ * ABOR with no transfer (every command gets its reply). */
 static void watch_abor(struct session *s)
 {
-        if (take_abor(s)) {
+        if (!atomic_load(&s->aborted) && take_abor(s)) {
                 atomic_store(&s->aborted, true);
                 atomic_store(&s->xfer_stop, true);
         }
