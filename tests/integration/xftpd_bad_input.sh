@@ -236,4 +236,34 @@ Ctl(16423)
 PY
 pass "--max-per-host refuses a second session from one address, and frees its place when it ends"
 
+# A session that cannot start the thread that watches a transfer (threads refused: strace
+# makes every clone3 fail) answers a listing, a download and a hash 451 and stays usable.
+if command -v strace >/dev/null; then
+	start_xftpd 16425
+	python3 - 16425 "$DS_SRC/tests/integration" "$xftpd_pid" "$user" "$pass" <<'PY' ||
+import sys
+sys.path.insert(0, sys.argv[2])
+from xftpd_raw import Ctl, traced
+port, server, user, password = int(sys.argv[1]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+
+def login():
+    c = Ctl(port)
+    c.login(user, password)
+    return c
+
+c, tracer = traced(server, login, ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=clone3',
+                                   '-e', 'inject=clone3:error=EAGAIN'])
+for verb in ('LIST', 'NLST', 'MLSD', 'RETR f.bin', 'HASH f.bin'):
+    c.expect(227, 'PASV')
+    c.expect(451, verb)
+c.expect(200, 'NOOP')
+c.expect(221, 'QUIT')
+tracer.wait()
+PY
+		fail "a session without its watcher thread left a command unanswered"
+	kill "$xftpd_pid"
+	wait "$xftpd_pid" || true
+	pass "without a thread to watch it, a listing, a download and a hash are answered 451"
+fi
+
 log_clean

@@ -134,7 +134,9 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                 rc = xftp_store_stat(s->store, path, &(struct xftp_store_stat){0});
         if (rc < 0) {
                 session_reply_errno(s, rc, name);
-        } else if (watch_begin(s) == 0) {
+        } else if (watch_begin(s) < 0) { /* no thread to watch it: no listing, but a reply */
+                session_reply(s, "451 Cannot start the listing.");
+        } else {
                 /* A listing is one plain stream on one connection, whatever MODE says. */
                 bool reused;
                 bool opened = xfer_open_data(s, &conn, 1, false, &reused) == 0;
