@@ -40,16 +40,31 @@ pass "-r get of 200 files in 4 directories gives the same tree"
 pass "-r get keeps every file's modification time"
 [ -z "$(find "$work/got" -name '.*xftp-part')" ] || fail "-r get left partial files"
 
-# A file whose name cannot be taken (a directory there): it fails, and every other file of
-# its batch, synced with it, still takes its name.
-mkdir -p "$work/blocked/b/f7" && touch "$work/blocked/b/f7/keep"
+# Files whose names cannot be taken (a directory there): they fail, each named and none
+# counted as copied, and every other file of their batch, synced with them, still takes
+# its name.
+mkdir -p "$work/blocked/b/f7" "$work/blocked/d/f30" && touch "$work/blocked/b/f7/keep"
 status=0
 "$xftp" -q -b 1M -r get $url/tree "$work/blocked" 2>"$work/err" || status=$?
-[ "$status" -ne 0 ] && grep -q 'f7: Is a directory' "$work/err" || fail "a name taken by a directory: status $status: $(cat "$work/err")"
+[ "$status" -ne 0 ] && grep -q 'b/f7: Is a directory' "$work/err" &&
+	grep -q 'd/f30: Is a directory' "$work/err" && grep -q '2 failed, 198 of 200 files copied' "$work/err" ||
+	fail "names taken by directories: status $status: $(cat "$work/err")"
 named=$(find "$work/blocked" -type f ! -name '.*' ! -path '*/f7/keep' | wc -l)
 partials=$(find "$work/blocked" -name '.*xftp-part' | wc -l)
-[ "$named" -eq 199 ] && [ "$partials" -eq 1 ] || fail "a name taken by a directory: $named files named, $partials left partial"
-pass "a name taken by a directory fails that file only: the other 199 of its batch take theirs"
+[ "$named" -eq 198 ] && [ "$partials" -eq 2 ] || fail "names taken by directories: $named files named, $partials left partial"
+pass "names taken by directories fail those files only, each named: the other 198 of their batch take theirs"
+# The same in a batch flushed mid-run (1024 files), in a worker's thread.
+mkdir -p "$root/many"
+for i in $(seq 1 1100); do echo "$i" >"$root/many/f$i"; done
+chown -R nobody "$root/many"
+mkdir -p "$work/many/f3" "$work/many/f500" "$work/many/f1099"
+status=0
+"$xftp" -q -r get $url/many "$work/many" 2>"$work/err" || status=$?
+[ "$status" -ne 0 ] && grep -q '3 failed, 1097 of 1100 files copied' "$work/err" &&
+	[ "$(grep -c ': Is a directory' "$work/err")" -eq 3 ] ||
+	fail "names taken in a batch flushed mid-run: status $status: $(cat "$work/err")"
+[ "$(find "$work/many" -type f ! -name '.*' | wc -l)" -eq 1097 ] || fail "names taken in a batch flushed mid-run: not 1097 files named"
+pass "names taken in a batch flushed mid-run: each of the 3 named, the other 1097 take theirs"
 
 before=$(stamps "$work/got")
 "$xftp" --json -r --update get $url/tree "$work/got" >"$work/json"

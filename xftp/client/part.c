@@ -269,45 +269,45 @@ struct part_pending {
 #define BATCH_FILES_MAX 1024u
 #define BATCH_BYTES_MAX (1ull << 30) /* what a flush may have to write back at once */
 
-void part_batch_init(struct part_batch *batch)
+void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *ctx)
 {
-        *batch = (struct part_batch){.fs_fd = -1};
+        *batch = (struct part_batch){.fs_fd = -1, .unnamed = unnamed, .unnamed_ctx = ctx};
         pthread_mutex_init(&batch->lock, NULL);
 }
 
 /* Syncs and renames the files taken out of a batch; frees them. Runs without the batch's
  * lock: the other workers go on fetching and adding files meanwhile (holding it across a
- * syncfs stopped every one of them at its next commit, for 40-60 ms a batch here). */
-static int flush_items(int fs_fd, struct part_pending *items, size_t count, struct ds_error *err)
+ * syncfs stopped every one of them at its next commit, for 40-60 ms a batch here). Each
+ * file not named is told: one failure names no other file. */
+static void flush_items(const struct part_batch *batch, int fs_fd, struct part_pending *items,
+                        size_t count)
 {
-        int rc = 0;
-        if (count == 0)
-                return 0;
-        /* Never a name for a file whose data may not be on disk; a name that fails (a
-         * directory there, say) keeps none of the others from theirs. */
-        bool synced = syncfs(fs_fd) == 0;
-        if (!synced)
-                rc = ds_fail(err, -errno, "syncing the files of %s", items[0].local);
-        for (size_t i = 0; i < count && synced; i++) {
-                struct ds_error mine;
-                int one = part_rename(items[i].part, items[i].local, &mine);
-                if (one < 0 && rc == 0) {
-                        rc = one;
-                        *err = mine;
+        struct ds_error why;
+        /* Never a name for a file whose data may not be on disk. */
+        int synced = syncfs(fs_fd) == 0 ? 0 : -errno;
+        for (size_t i = 0; i < count; i++) {
+                int rc = synced < 0 ? ds_fail(&why, synced, "%s: syncing its data", items[i].local)
+                                    : part_rename(items[i].part, items[i].local, &why);
+                if (rc < 0) {
+                        batch->unnamed(batch->unnamed_ctx, items[i].local, &why);
+                        free(items[i].local);
+                        items[i].local = NULL; /* told: not told again below */
                 }
         }
-        if (synced && syncfs(fs_fd) < 0 && rc == 0)
-                rc = ds_fail(err, -errno, "syncing the names in %s", items[0].local);
+        int names = synced < 0 || syncfs(fs_fd) == 0 ? 0 : -errno;
         for (size_t i = 0; i < count; i++) {
+                if (names < 0 && items[i].local) {
+                        ds_fail(&why, names, "%s: syncing its name", items[i].local);
+                        batch->unnamed(batch->unnamed_ctx, items[i].local, &why);
+                }
                 free(items[i].part);
                 free(items[i].local);
         }
         free(items);
-        return rc;
 }
 
 /* Takes what the batch holds (the caller holds its lock) and flushes it after unlocking. */
-static int flush_unlock(struct part_batch *batch, struct ds_error *err)
+static void flush_unlock(struct part_batch *batch)
 {
         struct part_pending *items = batch->items;
         size_t count = batch->count;
@@ -316,7 +316,8 @@ static int flush_unlock(struct part_batch *batch, struct ds_error *err)
         batch->count = batch->room = 0;
         batch->bytes = 0;
         pthread_mutex_unlock(&batch->lock);
-        return flush_items(fs_fd, items, count, err);
+        if (count > 0)
+                flush_items(batch, fs_fd, items, count);
 }
 
 int part_commit_later(struct part_batch *batch, int fd, const char *part, const char *local,
@@ -352,15 +353,16 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
         batch->items[batch->count++] = p;
         batch->bytes += size;
         if (batch->count >= BATCH_FILES_MAX || batch->bytes >= BATCH_BYTES_MAX)
-                return flush_unlock(batch, err);
-        pthread_mutex_unlock(&batch->lock);
+                flush_unlock(batch);
+        else
+                pthread_mutex_unlock(&batch->lock);
         return 0;
 }
 
-int part_batch_flush(struct part_batch *batch, struct ds_error *err)
+void part_batch_flush(struct part_batch *batch)
 {
         pthread_mutex_lock(&batch->lock);
-        return flush_unlock(batch, err);
+        flush_unlock(batch);
 }
 
 void part_batch_free(struct part_batch *batch)

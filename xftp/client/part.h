@@ -67,7 +67,12 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size,
 /* Whole partial files that wait to take their names together: one syncfs makes them all
  * durable, then they are renamed, then one more syncfs makes the names durable. A tree of
  * many small files pays two syncs per batch instead of two fsyncs per file, and a file
- * still appears under its name only whole and on disk. Threads may share a batch. */
+ * still appears under its name only whole and on disk. Threads may share a batch.
+ *
+ * A flush runs in whichever thread fills the batch, for files of every thread: each file
+ * it cannot name (left under its partial's name), or whose name it cannot make durable,
+ * is told to unnamed, in that thread, with its final name and why. */
+typedef void part_unnamed_fn(void *ctx, const char *local, const struct ds_error *why);
 struct part_batch {
         pthread_mutex_t lock;
         struct part_pending *items;
@@ -75,18 +80,19 @@ struct part_batch {
         uint64_t bytes;
         int fs_fd; /* a file on the batch's file system, for syncfs; -1 before the first */
         dev_t dev;
+        part_unnamed_fn *unnamed;
+        void *unnamed_ctx;
 };
 
-void part_batch_init(struct part_batch *batch);
+void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *ctx);
 /* As part_commit, but the sync and the rename wait for the batch (done at once for a file
  * on another file system). The batch is flushed when it holds many files or bytes. fd
- * stays the caller's. Returns 0 or a negative errno with err filled (a flush's failure
- * names its file). */
+ * stays the caller's. Returns 0 (the file in the batch, or named at once) or a negative
+ * errno with err filled: this file's own failure before it joined the batch. */
 int part_commit_later(struct part_batch *batch, int fd, const char *part, const char *local,
                       uint64_t size, const struct timespec *modified, struct ds_error *err);
-/* Syncs and renames what the batch holds. Returns 0, or the first failure (err names its
- * file; the others are still tried). */
-int part_batch_flush(struct part_batch *batch, struct ds_error *err);
+/* Syncs and renames what the batch holds; its failures go to unnamed. */
+void part_batch_flush(struct part_batch *batch);
 /* Flushes nothing: frees what the batch holds (call part_batch_flush first). */
 void part_batch_free(struct part_batch *batch);
 

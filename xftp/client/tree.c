@@ -76,6 +76,7 @@ struct run {
         const struct tree_login *login;
         struct job_totals *t;
         struct part_batch batch;
+        _Atomic unsigned unnamed; /* files of the batch that took no name: not copied */
         _Atomic size_t next;
         pthread_mutex_t lock; /* t's sums, go, refused */
         pthread_cond_t told;  /* go changed */
@@ -653,9 +654,9 @@ static int run_plan(struct job *j, struct ds_error *err)
         work(r, j->ftp);
         unsigned connections = r->hired + 1;
         join_workers(r);
-        struct ds_error flush_err;
-        if (r->get && part_batch_flush(&r->batch, &flush_err) < 0)
-                plan_fail(&j->plan, "", flush_err.text);
+        if (r->get)
+                part_batch_flush(&r->batch);
+        t->files -= atomic_load(&r->unnamed); /* each counted when it joined the batch */
         t->seconds = ds_seconds_between(start_ns, ds_now_ns());
         if (r->refused > 0 && !j->o->quiet) {
                 url_hide_secret(r->refused_why, sizeof(r->refused_why), r->login->pass);
@@ -703,6 +704,14 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
         return -EIO;
 }
 
+/* A file of the batch that could not take its name (part_unnamed_fn): a failure. */
+static void batch_unnamed(void *ctx, const char *local, const struct ds_error *why)
+{
+        struct run *r = ctx;
+        plan_fail(&r->job->plan, local, why->text);
+        atomic_fetch_add(&r->unnamed, 1);
+}
+
 static void job_init(struct job *j, struct ftp *ftp, const struct tree_login *login,
                      const struct job_opts *o, bool get, struct job_totals *t)
 {
@@ -716,7 +725,7 @@ static void job_init(struct job *j, struct ftp *ftp, const struct tree_login *lo
         pthread_mutex_init(&j->plan.lock, NULL);
         pthread_mutex_init(&j->run.lock, NULL);
         pthread_cond_init(&j->run.told, NULL);
-        part_batch_init(&j->run.batch);
+        part_batch_init(&j->run.batch, batch_unnamed, &j->run);
 }
 
 /* After the run, or instead of it: any worker told and waited for, then all freed. */
