@@ -2,8 +2,9 @@
 # A resume point names only bytes the disk keeps: xftpd writes an upload's (its .len file)
 # and xftp a download's (the user.xftp.whole attribute) at most once a second, each time
 # after an fdatasync of the partial, and once more, synced first, when the transfer is cut
-# and the partial kept for REST or --resume; one that cannot be written costs a sync a second,
-# not one per piece. strace follows every thread of the writer.
+# and the partial kept for REST or --resume; one that cannot be written (or, for xftp, a
+# file system that keeps no attributes) costs a sync a second, not one per piece. strace
+# follows every thread of the writer.
 source "$(dirname "$0")/xftpd_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 make_store
@@ -136,4 +137,15 @@ print(syncs)
 PY
 	fail "an upload whose resume point cannot be written"
 pass "xftpd syncs an upload whose resume point cannot be written once a second, not per piece"
+
+# xftp on a file system that keeps no attributes (every fsetxattr refused, as strace makes
+# it): no point can be recorded, and the partial is still synced once a second, not after
+# every block (64 KiB here: 3 s of them were over a hundred fdatasyncs).
+strace -f -qq -o "$work/bare.trace" -e trace=fdatasync,fsetxattr -e inject=fsetxattr:error=EOPNOTSUPP \
+	"$xftp" -q -b 64K -R 32M get "ftp://$user:$pass@127.0.0.1:$port/paced.bin" "$work/bare.bin" \
+	>/dev/null 2>"$work/bare.err" || fail "a get where no attribute is kept: $(cat "$work/bare.err")"
+cmp -s "$work/root/paced.bin" "$work/bare.bin" || fail "a get where no attribute is kept differs"
+n=$(grep -c '^[0-9]* *fdatasync(' "$work/bare.trace" || true)
+[ "$n" -le 6 ] || fail "a get of 3 s where no attribute is kept made $n fdatasyncs"
+pass "where no attribute is kept, a download's partial is synced once a second ($n fdatasyncs in 3 s)"
 log_clean

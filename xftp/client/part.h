@@ -47,7 +47,7 @@ struct part_whole {
         int fd;
         uint64_t whole;       /* the contiguous prefix written so far */
         uint64_t recorded;    /* the one recorded on the file */
-        uint64_t recorded_ns; /* when */
+        uint64_t recorded_ns; /* when it was last tried */
         int failed;           /* a sync's negative errno: no point moves after it */
 };
 /* Records that the partial download ((struct part_whole *)ctx) is whole up to whole, when
