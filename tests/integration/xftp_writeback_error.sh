@@ -4,19 +4,26 @@
 # commit's own sync passes over the lost pages. The disk is ext4 in a file on a small tmpfs
 # (a loop device): the tmpfs filled, writeback fails (ENOSPC), then room is made again, so
 # every later sync succeeds. Pieces under 1 MiB (-b 256K, and a get smaller than its block)
-# go through the page cache, where such an error waits for a sync to be told.
+# go through the page cache, where such an error waits for a sync to be told. A tree's
+# batch, synced with syncfs, is told an error once for the whole file system: after one, no
+# file of the tree takes its name.
 source "$(dirname "$0")/xftpd_lib.sh"
 [ "$(id -u)" -eq 0 ] || fail "needs root (a loop device and mounts)"
 make_store
 put_file source.bin $((16 << 20))
-mkdir "$work/backing" "$work/disk"
-mount -t tmpfs -o size=48m tmpfs "$work/backing" || fail "cannot mount a tmpfs"
-truncate -s 256M "$work/backing/ext4.img"
-# No journal, every bitmap written: only data blocks are left for the filled tmpfs to refuse
-# (a journal's or a bitmap's write refused would make the file system read-only).
-mkfs.ext4 -q -F -b 4096 -N 64 -O ^has_journal,^metadata_csum,^uninit_bg -E lazy_itable_init=0,nodiscard \
-	"$work/backing/ext4.img" || fail "mkfs.ext4"
-mount -o loop "$work/backing/ext4.img" "$work/disk" || fail "cannot mount the loop disk"
+
+# loop_disk NAME INODES: $work/NAME, ext4 in a file on the 48 MiB tmpfs $work/backing-NAME.
+loop_disk() {
+	mkdir "$work/backing-$1" "$work/$1"
+	mount -t tmpfs -o size=48m tmpfs "$work/backing-$1" || fail "cannot mount a tmpfs"
+	truncate -s 256M "$work/backing-$1/ext4.img"
+	# No journal, every bitmap written: only data blocks are left for the filled tmpfs to
+	# refuse (a journal's or a bitmap's write refused would make the file system read-only).
+	mkfs.ext4 -q -F -b 4096 -N "$2" -O ^has_journal,^metadata_csum,^uninit_bg \
+		-E lazy_itable_init=0,nodiscard "$work/backing-$1/ext4.img" || fail "mkfs.ext4"
+	mount -o loop "$work/backing-$1/ext4.img" "$work/$1" || fail "cannot mount the loop disk $1"
+}
+loop_disk disk 64
 mkdir "$work/disk/root" "$work/disk/get"
 chown nobody "$work/disk/root"
 sync -f "$work/disk"
@@ -32,18 +39,18 @@ wait_listening $((port + 1))
 # fill_but MIB: the tmpfs under the disk keeps only MIB MiB free.
 fill_but() {
 	local free_kib
-	free_kib=$(df --output=avail -k "$work/backing" | tail -1)
-	head -c $(((free_kib - $1 * 1024) * 1024)) /dev/zero >"$work/backing/filler"
+	free_kib=$(df --output=avail -k "$work/backing-disk" | tail -1)
+	head -c $(((free_kib - $1 * 1024) * 1024)) /dev/zero >"$work/backing-disk/filler"
 }
 
 # room_when_full: in the background, until the tmpfs fills, then the filler goes.
 room_when_full() {
 	(
 		for _ in $(seq 500); do
-			[ "$(stat -f -c %a "$work/backing")" -gt 64 ] || break
+			[ "$(stat -f -c %a "$work/backing-disk")" -gt 64 ] || break
 			sleep 0.02
 		done
-		rm -f "$work/backing/filler"
+		rm -f "$work/backing-disk/filler"
 	) &
 	roomer=$!
 }
@@ -56,7 +63,7 @@ status=0
 "$DS_BIN/xftp" -q -R 32M put "$work/root/source.bin" \
 	"ftp://$user:$pass@127.0.0.1:$port/up.bin" >/dev/null 2>"$work/put.err" || status=$?
 wait "$roomer"
-[ -e "$work/backing/filler" ] && fail "the upload never filled the disk"
+[ -e "$work/backing-disk/filler" ] && fail "the upload never filled the disk"
 [ "$status" -ne 0 ] || fail "xftpd took an upload whose writeback failed"
 [ ! -e "$work/disk/root/up.bin" ] || fail "an upload whose writeback failed took its name"
 [ -z "$(ls -A "$work/disk/root")" ] || fail "a failed upload left: $(ls -A "$work/disk/root"): $(cat "$work/put.err")"
@@ -69,7 +76,7 @@ status=0
 "$DS_BIN/xftp" -q -b 64M -R 32M get "ftp://$user:$pass@127.0.0.1:$((port + 1))/source.bin" \
 	"$work/disk/get/got.bin" >/dev/null 2>"$work/get.err" || status=$?
 wait "$roomer"
-[ -e "$work/backing/filler" ] && fail "the download never filled the disk"
+[ -e "$work/backing-disk/filler" ] && fail "the download never filled the disk"
 [ "$status" -ne 0 ] || fail "xftp finished a download whose writeback failed"
 [ ! -e "$work/disk/get/got.bin" ] || fail "a download whose writeback failed took its name"
 grep -q 'fdatasync' "$work/get.err" || fail "xftp does not say why: $(cat "$work/get.err")"
@@ -80,8 +87,35 @@ whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xft
 kill "$xftpd_pid"
 wait "$xftpd_pid" || fail "xftpd on the loop disk did not end cleanly"
 umount "$work/disk"
-mount -o loop "$work/backing/ext4.img" "$work/disk" || fail "cannot mount the loop disk again"
+mount -o loop "$work/backing-disk/ext4.img" "$work/disk" || fail "cannot mount the loop disk again"
 cmp -s -n "$whole" "$part" "$work/root/source.bin" ||
 	fail "the bytes below the resume point $whole are not what came"
 pass "xftp fails a download whose resume point's sync failed; its point ($whole) holds"
+
+# A tree's batch: the syncfs of one batch is told an error whose pages were another file's,
+# one still waiting for its 226 (y, from xftp_batch_server.py), which then joins the next
+# batch. That batch's syncfs is told nothing: y must not take its name all the same. The
+# disk is full from the start; room comes back just before y's 226.
+loop_disk disk2 4096
+mkdir "$work/disk2/tree"
+# The directory's blocks written first: the names to come need no room the disk lacks.
+for i in $(seq 1100); do : >"$work/disk2/tree/.f$i.xftp-part"; done
+rm -f "$work/disk2/tree/".*.xftp-part
+sync -f "$work/disk2"
+python3 "$DS_SRC/tests/integration/xftp_batch_server.py" $((port + 2)) "$work/backing-disk2/filler" &
+wait_listening $((port + 2))
+head -c $(($(df --output=avail -k "$work/backing-disk2" | tail -1) * 1024)) /dev/zero \
+	>"$work/backing-disk2/filler" 2>/dev/null || true
+status=0
+"$DS_BIN/xftp" -q -j 2 -r get "ftp://u:p@127.0.0.1:$((port + 2))/t" "$work/disk2/tree" \
+	2>"$work/tree.err" || status=$?
+[ ! -e "$work/backing-disk2/filler" ] || fail "the server never sent y's 226: $(tail -3 "$work/tree.err")"
+[ "$status" -ne 0 ] || fail "xftp finished a tree whose writeback failed"
+umount "$work/disk2"
+mount -o loop "$work/backing-disk2/ext4.img" "$work/disk2" || fail "cannot mount the second loop disk again"
+if [ -e "$work/disk2/tree/y" ]; then
+	python3 -c 'import random, sys; sys.exit(open(sys.argv[1], "rb").read() != random.Random(7).randbytes(1 << 20))' \
+		"$work/disk2/tree/y" || fail "a file whose pages the disk lost took its name in a later batch"
+fi
+pass "after a batch's failed sync, no file of the tree takes its name ($(tail -1 "$work/tree.err"))"
 log_clean

@@ -274,18 +274,20 @@ void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *c
 {
         *batch = (struct part_batch){.fs_fd = -1, .unnamed = unnamed, .unnamed_ctx = ctx};
         pthread_mutex_init(&batch->lock, NULL);
+        pthread_mutex_init(&batch->flushing, NULL);
 }
 
 /* Syncs and renames the files taken out of a batch; frees them. Runs without the batch's
  * lock: the other workers go on fetching and adding files meanwhile (holding it across a
  * syncfs stopped every one of them at its next commit, for 40-60 ms a batch here). Each
  * file not named is told: one failure names no other file. */
-static void flush_items(const struct part_batch *batch, int fs_fd, struct part_pending *items,
+static void flush_items(struct part_batch *batch, int fs_fd, struct part_pending *items,
                         size_t count)
 {
         struct ds_error why;
+        pthread_mutex_lock(&batch->flushing);
         /* Never a name for a file whose data may not be on disk. */
-        int synced = syncfs(fs_fd) == 0 ? 0 : -errno;
+        int synced = batch->failed ? batch->failed : syncfs(fs_fd) == 0 ? 0 : -errno;
         for (size_t i = 0; i < count; i++) {
                 int rc = synced < 0 ? ds_fail(&why, synced, "%s: syncing its data", items[i].local)
                                     : part_rename(items[i].part, items[i].local, &why);
@@ -296,6 +298,8 @@ static void flush_items(const struct part_batch *batch, int fs_fd, struct part_p
                 }
         }
         int names = synced < 0 || syncfs(fs_fd) == 0 ? 0 : -errno;
+        batch->failed = synced < 0 ? synced : names;
+        pthread_mutex_unlock(&batch->flushing);
         for (size_t i = 0; i < count; i++) {
                 if (names < 0 && items[i].local) {
                         ds_fail(&why, names, "%s: syncing its name", items[i].local);
@@ -376,6 +380,7 @@ void part_batch_free(struct part_batch *batch)
         if (batch->fs_fd >= 0)
                 close(batch->fs_fd);
         pthread_mutex_destroy(&batch->lock);
+        pthread_mutex_destroy(&batch->flushing);
 }
 
 uint64_t part_free_space(int fd)

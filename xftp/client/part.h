@@ -82,6 +82,11 @@ struct part_batch {
         dev_t dev;
         part_unnamed_fn *unnamed;
         void *unnamed_ctx;
+        /* A syncfs tells a writeback error once, to whichever flush runs it, though the
+         * pages lost may be of a file that joins a later batch: flushes run one at a time,
+         * and after a failed one no file takes its name. */
+        pthread_mutex_t flushing;
+        int failed; /* the failed sync's negative errno */
 };
 
 void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *ctx);
