@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -163,6 +165,18 @@ static void changed_since(int fd, uint64_t whole, const struct part_origin *now,
         }
 }
 
+/* Takes the partial for this transfer alone: a second xftp (an overlapping run, or a name
+ * that differs only in case on a file system that ignores it) would otherwise cut it or
+ * write it under the first. Held until the file has its name (the batch keeps a copy of
+ * fd). A file system without flock() goes unlocked. fd is closed on failure. */
+static int lock_part(int fd, const char *part, struct ds_error *err)
+{
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+                return fd;
+        close(fd);
+        return ds_fail(err, 0, "%s: another transfer is writing it", part), -EBUSY;
+}
+
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err)
 {
@@ -181,6 +195,8 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
                         close(fd);
                         return ds_fail(err, 0, "%s: not a regular file", part), -EEXIST;
                 }
+                if ((fd = lock_part(fd, part, err)) < 0)
+                        return fd;
                 uint64_t whole = whole_of(fd, &marked);
                 if (resume && marked)
                         changed_since(fd, whole, origin, why, why_room);
@@ -200,6 +216,8 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
                 }
         } else if (fd < 0) {
                 return ds_fail(err, -errno, "%s", part);
+        } else if ((fd = lock_part(fd, part, err)) < 0) {
+                return fd; /* taken between its creation and now: the taker's */
         }
         record_origin(fd, origin);
         write_whole(fd, *offset); /* a point recorded durable before, or the start */
@@ -227,11 +245,11 @@ static int part_finish(int fd, const char *part, uint64_t size, const struct tim
         return 0;
 }
 
-/* The partial's marks off, and its name: after this, part is local. */
-static int part_rename(const char *part, const char *local, struct ds_error *err)
+/* The partial's (fd's) marks off, and its name: after this, part is local. */
+static int part_rename(int fd, const char *part, const char *local, struct ds_error *err)
 {
-        removexattr(part, WHOLE_XATTR);
-        removexattr(part, ORIGIN_XATTR);
+        fremovexattr(fd, WHOLE_XATTR);
+        fremovexattr(fd, ORIGIN_XATTR);
         if (rename(part, local) < 0)
                 return ds_fail(err, -errno, "rename %s to %s", part, local);
         return 0;
@@ -242,7 +260,7 @@ static int commit_now(int fd, const char *part, const char *local, struct ds_err
 {
         if (fsync(fd) < 0)
                 return ds_fail(err, -errno, "fsync %s", part);
-        int rc = part_rename(part, local, err);
+        int rc = part_rename(fd, part, local, err);
         if (rc < 0)
                 return rc;
         char dir[PATH_ROOM];
@@ -262,17 +280,38 @@ int part_commit(int fd, const char *part, const char *local, uint64_t size,
         return rc < 0 ? rc : commit_now(fd, part, local, err);
 }
 
-/* A file that waits in a batch: its partial and its final name. */
+/* A file that waits in a batch: its partial, its final name, and a copy of the partial's
+ * descriptor that keeps it locked until the name is taken. */
 struct part_pending {
         char *part, *local;
+        int fd;
 };
 
 #define BATCH_FILES_MAX 1024u
 #define BATCH_BYTES_MAX (1ull << 30) /* what a flush may have to write back at once */
+#define BATCH_FDS_SHARE 4u           /* a batch holds at most a quarter of the descriptors */
+
+/* Files a batch may hold: each keeps a descriptor open. The soft limit is raised toward
+ * the hard one for them (xftp waits with poll(), never select()). */
+static size_t batch_files_max(void)
+{
+        struct rlimit nofile;
+        if (getrlimit(RLIMIT_NOFILE, &nofile) < 0)
+                return 1;
+        rlim_t want = BATCH_FILES_MAX * BATCH_FDS_SHARE;
+        if (nofile.rlim_cur < want) {
+                nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
+                setrlimit(RLIMIT_NOFILE, &nofile);
+                getrlimit(RLIMIT_NOFILE, &nofile);
+        }
+        rlim_t files = nofile.rlim_cur / BATCH_FDS_SHARE;
+        return files < 1 ? 1 : files < BATCH_FILES_MAX ? (size_t)files : BATCH_FILES_MAX;
+}
 
 void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *ctx)
 {
-        *batch = (struct part_batch){.fs_fd = -1, .unnamed = unnamed, .unnamed_ctx = ctx};
+        *batch = (struct part_batch){
+            .fs_fd = -1, .files_max = batch_files_max(), .unnamed = unnamed, .unnamed_ctx = ctx};
         pthread_mutex_init(&batch->lock, NULL);
         pthread_mutex_init(&batch->flushing, NULL);
 }
@@ -290,7 +329,7 @@ static void flush_items(struct part_batch *batch, int fs_fd, struct part_pending
         int synced = batch->failed ? batch->failed : syncfs(fs_fd) == 0 ? 0 : -errno;
         for (size_t i = 0; i < count; i++) {
                 int rc = synced < 0 ? ds_fail(&why, synced, "%s: syncing its data", items[i].local)
-                                    : part_rename(items[i].part, items[i].local, &why);
+                                    : part_rename(items[i].fd, items[i].part, items[i].local, &why);
                 if (rc < 0) {
                         batch->unnamed(batch->unnamed_ctx, items[i].local, &why);
                         free(items[i].local);
@@ -305,6 +344,7 @@ static void flush_items(struct part_batch *batch, int fs_fd, struct part_pending
                         ds_fail(&why, names, "%s: syncing its name", items[i].local);
                         batch->unnamed(batch->unnamed_ctx, items[i].local, &why);
                 }
+                close(items[i].fd); /* its lock with it: the name is taken, or never will be */
                 free(items[i].part);
                 free(items[i].local);
         }
@@ -340,8 +380,9 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                 batch->dev = st.st_dev;
         }
         bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev;
-        struct part_pending p = {here ? strdup(part) : NULL, here ? strdup(local) : NULL};
-        if (here && p.part && p.local && batch->count == batch->room) {
+        struct part_pending p = {here ? strdup(part) : NULL, here ? strdup(local) : NULL,
+                                 here ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1};
+        if (here && p.part && p.local && p.fd >= 0 && batch->count == batch->room) {
                 size_t room = batch->room ? 2 * batch->room : 64;
                 struct part_pending *more = realloc(batch->items, room * sizeof(*more));
                 if (more) {
@@ -349,15 +390,17 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                         batch->room = room;
                 }
         }
-        if (!here || !p.part || !p.local || batch->count == batch->room) {
+        if (!here || !p.part || !p.local || p.fd < 0 || batch->count == batch->room) {
                 pthread_mutex_unlock(&batch->lock);
                 free(p.part);
                 free(p.local);
+                if (p.fd >= 0)
+                        close(p.fd);
                 return commit_now(fd, part, local, err); /* on its own */
         }
         batch->items[batch->count++] = p;
         batch->bytes += size;
-        if (batch->count >= BATCH_FILES_MAX || batch->bytes >= BATCH_BYTES_MAX)
+        if (batch->count >= batch->files_max || batch->bytes >= BATCH_BYTES_MAX)
                 flush_unlock(batch);
         else
                 pthread_mutex_unlock(&batch->lock);
@@ -373,6 +416,7 @@ void part_batch_flush(struct part_batch *batch)
 void part_batch_free(struct part_batch *batch)
 {
         for (size_t i = 0; i < batch->count; i++) {
+                close(batch->items[i].fd);
                 free(batch->items[i].part);
                 free(batch->items[i].local);
         }

@@ -33,7 +33,9 @@ struct part_origin {
  * xftp's whose recorded origin differs from origin (or, none recorded, that holds more
  * than origin's size) is started over: why then says why, else it is "". *offset gets
  * where to continue; *marks says whether the file system keeps the whole-mark (MODE E
- * needs it). Returns the descriptor or a negative errno with err filled. */
+ * needs it). The descriptor holds an exclusive flock() on the partial until it is closed:
+ * a partial another transfer holds is -EBUSY. Returns the descriptor or a negative errno
+ * with err filled. */
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
@@ -80,6 +82,7 @@ struct part_batch {
         uint64_t bytes;
         int fs_fd; /* a file on the batch's file system, for syncfs; -1 before the first */
         dev_t dev;
+        size_t files_max; /* flushed when it holds this many */
         part_unnamed_fn *unnamed;
         void *unnamed_ctx;
         /* A syncfs tells a writeback error once, to whichever flush runs it, though the

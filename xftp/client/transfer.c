@@ -397,9 +397,9 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         uint64_t bound;
         rc = room_for(fd, remote, size, offset, &bound, err);
         if (rc < 0) {
-                close(fd);
                 if (offset == 0)
                         unlink(part); /* ours, and nothing came */
+                close(fd);
                 return rc;
         }
         uint64_t limit = size != UINT64_MAX || bound > UINT64_MAX - offset ? bound : offset + bound;
@@ -445,10 +445,10 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         else if (rc == 0)
                 rc = part_commit(fd, part, local, result.prefix_end, timed ? &when : NULL, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
+        if (rc < 0 && result.prefix_end == 0) /* as explain_get says; while it is locked */
+                unlink(part); /* nothing whole: no part to resume, and it was ours */
         xftp_xfile_plain_close(&file);
         close(fd);
-        if (rc < 0 && result.prefix_end == 0) /* as explain_get says */
-                unlink(part); /* nothing whole: no part to resume, and it was ours */
         if (rc == 0)
                 count_file(t, offset, n);
         return rc;

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Two xftp runs into one place at once (a cron job that overlaps the last run, or two
+# names that differ only in case on a file system that ignores case): a partial being
+# written, or written and waiting for its name in a tree's batch, is the first run's
+# alone. The second run fails that file with one line; the first one's copy stays whole.
+. "$(dirname "$0")/xftp_lib.sh"
+command -v flock >/dev/null || fail "flock is not installed (util-linux)"
+
+root=$work/xs
+start_xftpd 2137 "$root"
+url=ftp://bob:secret@127.0.0.1:2137
+mkdir -p "$root/tree" "$work/got"
+make_file "$root/big" $((8 * 1048576))
+make_file "$root/tree/a" 70000
+make_file "$root/tree/z" $((6 * 1048576))
+chown -R nobody "$root"
+
+# A partial another process holds (flock, as xftp holds its own) is not taken over.
+part="$work/got/.held.xftp-part"
+: >"$part"
+(
+	exec 9<>"$part"
+	flock -x 9
+	exec sleep 30 # holds the lock until killed
+) &
+holder=$!
+for _ in $(seq 50); do flock -n "$part" true || break; sleep 0.1; done
+expect_error "a held partial" "another transfer is writing it" "$xftp" -q get "$url/big" "$work/got/held"
+[ -f "$part" ] && [ ! -s "$part" ] && [ ! -e "$work/got/held" ] ||
+	fail "a held partial was touched or a file took its name"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+
+# A second get of a file the first is still fetching: refused, the first comes whole.
+"$xftp" -q -R 32M get "$url/big" "$work/got/big" &
+first=$!
+wait_size "$work/got/.big.xftp-part" 0
+expect_error "a second get of a file being fetched" "another transfer is writing it" \
+	"$xftp" -q get "$url/big" "$work/got/big"
+wait "$first" || fail "the first get failed beside the second"
+same "$root/big" "$work/got/big" "the first get's copy is whole beside a refused second"
+
+# A tree's small file, written and waiting in its batch (its mode no longer the partial's
+# 600) while a large one comes over the other connection: a single get of it meanwhile is
+# refused, and the tree's copy takes its name whole.
+"$xftp" -q -j 2 -R 32M -r get "$url/tree" "$work/got/tree" &
+first=$!
+waiting=$work/got/tree/.a.xftp-part
+for _ in $(seq 100); do
+	[ "$(stat -c %a "$waiting" 2>/dev/null)" = "$(printf '%o' $((0666 & ~0$(umask))))" ] && break
+	sleep 0.1
+done
+[ -f "$waiting" ] && [ -f "$work/got/tree/.z.xftp-part" ] ||
+	fail "the tree's small file is not waiting in its batch beside the large one"
+expect_error "a get of a file waiting in a batch" "another transfer is writing it" \
+	"$xftp" -q get "$url/tree/a" "$work/got/tree/a"
+wait "$first" || fail "the tree get failed beside the single one"
+diff -r "$root/tree" "$work/got/tree" >/dev/null || fail "the tree's copy differs"
+pass "a file waiting for its name in a tree's batch is not taken over"
