@@ -5,6 +5,7 @@
 # alone. The second run fails that file with one line; the first one's copy stays whole.
 . "$(dirname "$0")/xftp_lib.sh"
 command -v flock >/dev/null || fail "flock is not installed (util-linux)"
+command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 
 root=$work/xs
 start_xftpd 2137 "$root"
@@ -30,6 +31,45 @@ expect_error "a held partial" "another transfer is writing it" "$xftp" -q get "$
 	fail "a held partial was touched or a file took its name"
 kill "$holder"
 wait "$holder" 2>/dev/null || true
+
+# A partial named (or removed) by the run that held it while a second run had it open,
+# waiting on its lock (strace holds that flock() back 4 s), is no longer the partial: the
+# second must not lock and write the named file, nor rename the partial a third run has
+# begun meanwhile over it.
+part="$work/got/.named.xftp-part"
+cp "$root/tree/a" "$part" # the first run's copy, whole, about to take its name
+(
+	exec 9<>"$part"
+	flock -x 9
+	while [ ! -e "$work/named-go" ]; do sleep 0.05; done
+	mv "$part" "$work/got/named" # named; the lock goes with this process
+) &
+holder=$!
+strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=4000000:when=1 \
+	"$xftp" -q --resume get "$url/tree/a" "$work/got/named" >/dev/null 2>"$work/second.err" &
+second=$!
+for _ in $(seq 200); do
+	ls -l /proc/"$(pgrep -P $second)"/fd 2>/dev/null | grep -q -- "$part" && break
+	sleep 0.05
+done
+touch "$work/named-go"
+wait "$holder"
+echo "the third run's" >"$part"
+(
+	exec 9<>"$part"
+	flock -x 9
+	exec sleep 30
+) &
+third=$!
+for _ in $(seq 50); do flock -n "$part" true || break; sleep 0.1; done
+wait "$second" && fail "a second run over a partial named under it succeeded"
+grep -q "another transfer is writing it" "$work/second.err" ||
+	fail "a second run over a partial named under it: $(cat "$work/second.err")"
+cmp -s "$root/tree/a" "$work/got/named" || fail "a partial's lock was taken after its name"
+[ "$(cat "$part")" = "the third run's" ] || fail "a partial another run holds was taken"
+kill "$third"
+wait "$third" 2>/dev/null || true
+pass "a partial named while a second run waited for its lock is not the second's"
 
 # A second get of a file the first is still fetching: refused, the first comes whole.
 "$xftp" -q -R 32M get "$url/big" "$work/got/big" &

@@ -168,17 +168,27 @@ static void changed_since(int fd, uint64_t whole, const struct part_origin *now,
 /* Takes the partial for this transfer alone: a second xftp (an overlapping run, or a name
  * that differs only in case on a file system that ignores it) would otherwise cut it or
  * write it under the first. Held until the file has its name (the batch keeps a copy of
- * fd). A file system without flock() goes unlocked. fd is closed on failure. */
+ * fd). A file system without flock() goes unlocked. A lock taken once the transfer that
+ * held it named or removed the file is not on the partial: -ESTALE, to open it anew. fd is
+ * closed on failure. */
 static int lock_part(int fd, const char *part, struct ds_error *err)
 {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+        struct stat held, named;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                close(fd);
+                return ds_fail(err, 0, "%s: another transfer is writing it", part), -EBUSY;
+        }
+        if (fstat(fd, &held) == 0 && lstat(part, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
                 return fd;
         close(fd);
-        return ds_fail(err, 0, "%s: another transfer is writing it", part), -EBUSY;
+        return ds_fail(err, 0, "%s: named or removed by another transfer meanwhile", part), -ESTALE;
 }
 
-int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
-              bool *marks, char *why, size_t why_room, struct ds_error *err)
+/* part_open's one try: -ESTALE when the file it opened stopped being the partial. */
+static int part_take(const char *part, bool resume, const struct part_origin *origin,
+                     uint64_t *offset, bool *marks, char *why, size_t why_room,
+                     struct ds_error *err)
 {
         bool marked = false;
         struct stat st;
@@ -222,6 +232,17 @@ int part_open(const char *part, bool resume, const struct part_origin *origin, u
         record_origin(fd, origin);
         write_whole(fd, *offset); /* a point recorded durable before, or the start */
         *marks = whole_of(fd, &marked) == *offset && marked;
+        return fd;
+}
+
+#define PART_OPEN_TRIES 3 /* a partial named or removed under each is another run's churn */
+
+int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
+              bool *marks, char *why, size_t why_room, struct ds_error *err)
+{
+        int fd = -ESTALE;
+        for (int i = 0; i < PART_OPEN_TRIES && fd == -ESTALE; i++)
+                fd = part_take(part, resume, origin, offset, marks, why, why_room, err);
         return fd;
 }
 

@@ -34,8 +34,8 @@ struct part_origin {
  * than origin's size) is started over: why then says why, else it is "". *offset gets
  * where to continue; *marks says whether the file system keeps the whole-mark (MODE E
  * needs it). The descriptor holds an exclusive flock() on the partial until it is closed:
- * a partial another transfer holds is -EBUSY. Returns the descriptor or a negative errno
- * with err filled. */
+ * a partial another transfer holds is -EBUSY (one the holder named or removed meanwhile
+ * is opened anew). Returns the descriptor or a negative errno with err filled. */
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
