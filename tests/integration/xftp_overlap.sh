@@ -71,6 +71,25 @@ kill "$third"
 wait "$third" 2>/dev/null || true
 pass "a partial named while a second run waited for its lock is not the second's"
 
+# A partial a run has just created, taken by a second run before the first could lock and
+# mark it (strace holds the first's flock() back 5 s, and the second's first look at the
+# marks 8 s, the lock held): the first fails that file, and the second writes it rather
+# than leave an empty file no later run would take without --resume.
+part="$work/got/.taken.xftp-part"
+strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=5000000:when=1 \
+	"$xftp" -q get "$url/tree/a" "$work/got/taken" >/dev/null 2>"$work/creator.err" &
+creator=$!
+for _ in $(seq 200); do [ -e "$part" ] && break; sleep 0.05; done
+strace -f -qq -o /dev/null -e trace=fgetxattr -e inject=fgetxattr:delay_enter=8000000:when=1 \
+	"$xftp" -q get "$url/tree/a" "$work/got/taken" >/dev/null 2>"$work/taker.err" &
+taker=$!
+wait "$creator" && fail "a run whose new partial was taken before its lock succeeded"
+grep -q "another transfer is writing it" "$work/creator.err" ||
+	fail "a run whose new partial was taken: $(cat "$work/creator.err")"
+wait "$taker" || fail "a run that took a partial just created failed: $(cat "$work/taker.err")"
+[ ! -e "$part" ] || fail "a partial taken as it was created was left behind"
+same "$root/tree/a" "$work/got/taken" "a partial taken as it was created is written whole"
+
 # A second get of a file the first is still fetching: refused, the first comes whole.
 "$xftp" -q -R 32M get "$url/big" "$work/got/big" &
 first=$!

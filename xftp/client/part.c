@@ -212,7 +212,7 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
                         changed_since(fd, whole, origin, why, why_room);
                 if (resume && !why[0]) {
                         *offset = whole;
-                } else if (!marked) {
+                } else if (!marked && whole > 0) { /* empty: one just created, taken */
                         close(fd);
                         return ds_fail(err, 0,
                                        "%s exists and xftp did not write it: remove it, or "

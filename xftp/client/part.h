@@ -29,13 +29,13 @@ struct part_origin {
 };
 
 /* Opens the partial download: continued with resume, else created afresh (replacing a
- * partial this tool left, never another file), and records origin on it. A partial of
- * xftp's whose recorded origin differs from origin (or, none recorded, that holds more
- * than origin's size) is started over: why then says why, else it is "". *offset gets
- * where to continue; *marks says whether the file system keeps the whole-mark (MODE E
- * needs it). The descriptor holds an exclusive flock() on the partial until it is closed:
- * a partial another transfer holds is -EBUSY (one the holder named or removed meanwhile
- * is opened anew). Returns the descriptor or a negative errno with err filled. */
+ * partial this tool left or an empty file, never another file), and records origin on it.
+ * A partial of xftp's whose recorded origin differs from origin (or, none recorded, that
+ * holds more than origin's size) is started over: why then says why, else it is "".
+ * *offset gets where to continue; *marks says whether the file system keeps the whole-mark
+ * (MODE E needs it). The descriptor holds an exclusive flock() on the partial until it is
+ * closed: a partial another transfer holds is -EBUSY (one the holder named or removed
+ * meanwhile is opened anew). Returns the descriptor or a negative errno with err filled. */
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
