@@ -91,7 +91,7 @@ wait "$taker" || fail "a run that took a partial just created failed: $(cat "$wo
 same "$root/tree/a" "$work/got/taken" "a partial taken as it was created is written whole"
 
 # A second get of a file the first is still fetching: refused, the first comes whole.
-"$xftp" -q -R 32M get "$url/big" "$work/got/big" &
+"$xftp" -q -R 12M get "$url/big" "$work/got/big" &
 first=$!
 wait_size "$work/got/.big.xftp-part" 0
 expect_error "a second get of a file being fetched" "another transfer is writing it" \
@@ -102,7 +102,7 @@ same "$root/big" "$work/got/big" "the first get's copy is whole beside a refused
 # A tree's small file, written and waiting in its batch (its mode no longer the partial's
 # 600) while a large one comes over the other connection: a single get of it meanwhile is
 # refused, and the tree's copy takes its name whole.
-"$xftp" -q -j 2 -R 32M -r get "$url/tree" "$work/got/tree" &
+"$xftp" -q -j 2 -R 12M -r get "$url/tree" "$work/got/tree" &
 first=$!
 waiting=$work/got/tree/.a.xftp-part
 for _ in $(seq 100); do
