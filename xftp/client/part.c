@@ -312,7 +312,8 @@ struct part_pending {
 #define BATCH_BYTES_MAX (1ull << 30) /* what a flush may have to write back at once */
 #define BATCH_FDS_SHARE 4u           /* a batch holds at most a quarter of the descriptors */
 
-/* Files a batch may hold: each keeps a descriptor open. The soft limit is raised toward
+/* Files the batches may hold at once (one filling, others taken out and waiting for the
+ * flush before theirs): each keeps a descriptor open. The soft limit is raised toward
  * the hard one for them (xftp waits with poll(), never select()). */
 static size_t batch_files_max(void)
 {
@@ -370,6 +371,9 @@ static void flush_items(struct part_batch *batch, int fs_fd, struct part_pending
                 free(items[i].local);
         }
         free(items);
+        pthread_mutex_lock(&batch->lock);
+        batch->held -= count;
+        pthread_mutex_unlock(&batch->lock);
 }
 
 /* Takes what the batch holds (the caller holds its lock) and flushes it after unlocking. */
@@ -400,7 +404,8 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                 batch->fs_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
                 batch->dev = st.st_dev;
         }
-        bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev;
+        /* Batches taken out to flush keep theirs open while the flush before them runs. */
+        bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev && batch->held < batch->files_max;
         struct part_pending p = {here ? strdup(part) : NULL, here ? strdup(local) : NULL,
                                  here ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1};
         if (here && p.part && p.local && p.fd >= 0 && batch->count == batch->room) {
@@ -420,8 +425,9 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                 return commit_now(fd, part, local, err); /* on its own */
         }
         batch->items[batch->count++] = p;
+        batch->held++;
         batch->bytes += size;
-        if (batch->count >= batch->files_max || batch->bytes >= BATCH_BYTES_MAX)
+        if (batch->held >= batch->files_max || batch->bytes >= BATCH_BYTES_MAX)
                 flush_unlock(batch);
         else
                 pthread_mutex_unlock(&batch->lock);

@@ -82,7 +82,8 @@ struct part_batch {
         uint64_t bytes;
         int fs_fd; /* a file on the batch's file system, for syncfs; -1 before the first */
         dev_t dev;
-        size_t files_max; /* flushed when it holds this many */
+        size_t files_max; /* files held at once, here and in flushes under way */
+        size_t held;      /* descriptors those files keep open; flushed at files_max */
         part_unnamed_fn *unnamed;
         void *unnamed_ctx;
         /* A syncfs tells a writeback error once, to whichever flush runs it, though the
