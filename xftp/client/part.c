@@ -310,30 +310,36 @@ struct part_pending {
 
 #define BATCH_FILES_MAX 1024u
 #define BATCH_BYTES_MAX (1ull << 30) /* what a flush may have to write back at once */
-#define BATCH_FDS_SHARE 4u           /* a batch holds at most a quarter of the descriptors */
+#define BATCH_FDS_SHARE 2u           /* the batches keep at most half the descriptors open */
 
-/* Files the batches may hold at once (one filling, others taken out and waiting for the
- * flush before theirs): each keeps a descriptor open. The soft limit is raised toward
- * the hard one for them (xftp waits with poll(), never select()). */
-static size_t batch_files_max(void)
+/* Descriptors the batches may keep open at once (one filling, others taken out and
+ * waiting for the flush before theirs; each file keeps one): room for two full batches
+ * where the limit allows. The soft limit is raised toward the hard one for them (xftp
+ * waits with poll(), never select()). */
+static size_t batch_held_max(void)
 {
         struct rlimit nofile;
         if (getrlimit(RLIMIT_NOFILE, &nofile) < 0)
-                return 1;
-        rlim_t want = BATCH_FILES_MAX * BATCH_FDS_SHARE;
+                return 2;
+        rlim_t want = 2 * BATCH_FILES_MAX * BATCH_FDS_SHARE;
         if (nofile.rlim_cur < want) {
                 nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
                 setrlimit(RLIMIT_NOFILE, &nofile);
                 getrlimit(RLIMIT_NOFILE, &nofile);
         }
-        rlim_t files = nofile.rlim_cur / BATCH_FDS_SHARE;
-        return files < 1 ? 1 : files < BATCH_FILES_MAX ? (size_t)files : BATCH_FILES_MAX;
+        rlim_t held = nofile.rlim_cur / BATCH_FDS_SHARE;
+        return held < 2 ? 2 : held < want ? (size_t)held : (size_t)want;
 }
 
 void part_batch_init(struct part_batch *batch, part_unnamed_fn *unnamed, void *ctx)
 {
-        *batch = (struct part_batch){
-            .fs_fd = -1, .files_max = batch_files_max(), .unnamed = unnamed, .unnamed_ctx = ctx};
+        size_t held_max = batch_held_max();
+        size_t files_max = held_max / 2 < BATCH_FILES_MAX ? held_max / 2 : BATCH_FILES_MAX;
+        *batch = (struct part_batch){.fs_fd = -1,
+                                     .files_max = files_max,
+                                     .held_max = held_max,
+                                     .unnamed = unnamed,
+                                     .unnamed_ctx = ctx};
         pthread_mutex_init(&batch->lock, NULL);
         pthread_mutex_init(&batch->flushing, NULL);
 }
@@ -405,7 +411,7 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
                 batch->dev = st.st_dev;
         }
         /* Batches taken out to flush keep theirs open while the flush before them runs. */
-        bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev && batch->held < batch->files_max;
+        bool here = batch->fs_fd >= 0 && st.st_dev == batch->dev && batch->held < batch->held_max;
         struct part_pending p = {here ? strdup(part) : NULL, here ? strdup(local) : NULL,
                                  here ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1};
         if (here && p.part && p.local && p.fd >= 0 && batch->count == batch->room) {
@@ -427,7 +433,7 @@ int part_commit_later(struct part_batch *batch, int fd, const char *part, const 
         batch->items[batch->count++] = p;
         batch->held++;
         batch->bytes += size;
-        if (batch->held >= batch->files_max || batch->bytes >= BATCH_BYTES_MAX)
+        if (batch->count >= batch->files_max || batch->bytes >= BATCH_BYTES_MAX)
                 flush_unlock(batch);
         else
                 pthread_mutex_unlock(&batch->lock);

@@ -82,8 +82,9 @@ struct part_batch {
         uint64_t bytes;
         int fs_fd; /* a file on the batch's file system, for syncfs; -1 before the first */
         dev_t dev;
-        size_t files_max; /* files held at once, here and in flushes under way */
-        size_t held;      /* descriptors those files keep open; flushed at files_max */
+        size_t files_max; /* a batch is flushed when it holds this many files */
+        size_t held_max;  /* descriptors its files may keep open, here and in flushes */
+        size_t held;      /* under way; a file beyond held_max is committed on its own */
         part_unnamed_fn *unnamed;
         void *unnamed_ctx;
         /* A syncfs tells a writeback error once, to whichever flush runs it, though the
