@@ -7,11 +7,10 @@
 command -v flock >/dev/null || fail "flock is not installed (util-linux)"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 
-# traced ARGS...: strace ARGS; LeakSanitizer cannot look at a process under ptrace, so a
-# sanitized build's traced runs are not asked for leaks (the others here are).
-traced() {
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace "$@"
-}
+# strace, for runs whose system calls are held back. LeakSanitizer cannot look at a
+# process under ptrace, so a sanitized build's traced runs are not asked for leaks (the
+# others here are). One exec to strace: a traced run's pid is strace's, xftp its child.
+traced=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace)
 
 root=$work/xs
 start_xftpd 2137 "$root"
@@ -51,7 +50,7 @@ cp "$root/tree/a" "$part" # the first run's copy, whole, about to take its name
 	mv "$part" "$work/got/named" # named; the lock goes with this process
 ) &
 holder=$!
-traced -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=4000000:when=1 \
+"${traced[@]}" -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=4000000:when=1 \
 	"$xftp" -q --resume get "$url/tree/a" "$work/got/named" >/dev/null 2>"$work/second.err" &
 second=$!
 for _ in $(seq 200); do
@@ -82,11 +81,11 @@ pass "a partial named while a second run waited for its lock is not the second's
 # marks 8 s, the lock held): the first fails that file, and the second writes it rather
 # than leave an empty file no later run would take without --resume.
 part="$work/got/.taken.xftp-part"
-traced -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=5000000:when=1 \
+"${traced[@]}" -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=5000000:when=1 \
 	"$xftp" -q get "$url/tree/a" "$work/got/taken" >/dev/null 2>"$work/creator.err" &
 creator=$!
 for _ in $(seq 200); do [ -e "$part" ] && break; sleep 0.05; done
-traced -f -qq -o /dev/null -e trace=fgetxattr -e inject=fgetxattr:delay_enter=8000000:when=1 \
+"${traced[@]}" -f -qq -o /dev/null -e trace=fgetxattr -e inject=fgetxattr:delay_enter=8000000:when=1 \
 	"$xftp" -q get "$url/tree/a" "$work/got/taken" >/dev/null 2>"$work/taker.err" &
 taker=$!
 wait "$creator" && fail "a run whose new partial was taken before its lock succeeded"
@@ -104,7 +103,7 @@ for i in $(seq 120); do echo "file $i" >"$root/many/f$i"; done
 chown -R nobody "$root/many"
 (
 	ulimit -n 48
-	traced -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:delay_enter=300000 \
+	"${traced[@]}" -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:delay_enter=300000 \
 		"$xftp" -q -j 4 -r get "$url/many" "$work/got/many"
 ) 2>"$work/many.err" || fail "a tree of small files under a low limit: $(head -3 "$work/many.err")"
 diff -r "$root/many" "$work/got/many" >/dev/null || fail "the tree of small files differs"
