@@ -1,0 +1,358 @@
+/* TLS records sealed in user space (xftp/common/tls_seal.h), opened by OpenSSL: a server
+ * with SSL_OP_ENABLE_KTLS hands its sending keys to a BIO that seals with them, as a
+ * socket's under kernel TLS would take them, and a plain OpenSSL client must read every
+ * record, its own messages (close_notify) and the data sealed straight, for each suite
+ * and version the sealer takes; a record changed in flight must be refused, and offers
+ * it does not know refused at once. */
+#include <errno.h>
+#include <linux/tls.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "tls_seal.h"
+
+/* OpenSSL 3's controls for a BIO under kernel TLS (its internal bio.h). */
+#define CTRL_SET_KTLS        72
+#define CTRL_SET_KTLS_TYPE   74
+#define CTRL_CLEAR_KTLS_TYPE 75
+
+/* The server's write side: before the keys, OpenSSL's records as they come; after, its
+ * plaintext sealed here. */
+struct sealing_bio {
+        BIO *to; /* the server's end of the pair */
+        struct xftp_tls_seal seal;
+        bool sealing;
+        uint8_t type;
+};
+
+static int sealing_write(BIO *bio, const char *in, int len)
+{
+        struct sealing_bio *s = BIO_get_data(bio);
+
+        if (!s->sealing)
+                return BIO_write(s->to, in, len);
+        uint8_t *out = malloc(xftp_tls_sealed_max((size_t)len));
+        assert_non_null(out);
+        ssize_t made = xftp_tls_seal(&s->seal, s->type, in, (size_t)len, out);
+        assert_true(made > 0);
+        assert_int_equal(BIO_write(s->to, out, (int)made), (int)made);
+        free(out);
+        s->type = 23;
+        return len;
+}
+
+static long sealing_ctrl(BIO *bio, int cmd, long num, void *ptr)
+{
+        struct sealing_bio *s = BIO_get_data(bio);
+
+        switch (cmd) {
+        case CTRL_SET_KTLS:
+                if (num == 0 || xftp_tls_seal_init(&s->seal, ptr) < 0)
+                        return 0;
+                s->sealing = true;
+                s->type = 23;
+                return 1;
+        case BIO_CTRL_GET_KTLS_SEND:
+                return s->sealing;
+        case CTRL_SET_KTLS_TYPE:
+                s->type = (uint8_t)num;
+                return 0;
+        case CTRL_CLEAR_KTLS_TYPE:
+                s->type = 23;
+                return 0;
+        case BIO_CTRL_FLUSH:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+struct pair {
+        SSL_CTX *server_ctx, *client_ctx;
+        SSL *server, *client;
+        BIO *server_end;
+        struct sealing_bio sealer;
+        BIO_METHOD *method;
+};
+
+/* A self-signed P-256 certificate and its key. */
+static void make_cert(X509 **cert, EVP_PKEY **key)
+{
+        *key = EVP_EC_gen("P-256");
+        assert_non_null(*key);
+        *cert = X509_new();
+        assert_non_null(*cert);
+        ASN1_INTEGER_set(X509_get_serialNumber(*cert), 1);
+        X509_gmtime_adj(X509_getm_notBefore(*cert), 0);
+        X509_gmtime_adj(X509_getm_notAfter(*cert), 3600);
+        X509_set_pubkey(*cert, *key);
+        X509_NAME *name = X509_get_subject_name(*cert);
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"seal", -1, -1,
+                                   0);
+        X509_set_issuer_name(*cert, name);
+        assert_true(X509_sign(*cert, *key, EVP_sha256()) > 0);
+}
+
+/* A handshake of the given version and suite over a BIO pair; the server's sending keys
+ * go to the sealer. */
+static void pair_open(struct pair *p, int version, const char *suite)
+{
+        X509 *cert;
+        EVP_PKEY *key;
+        BIO *client_end;
+
+        memset(p, 0, sizeof(*p));
+        make_cert(&cert, &key);
+        p->server_ctx = SSL_CTX_new(TLS_server_method());
+        p->client_ctx = SSL_CTX_new(TLS_client_method());
+        assert_non_null(p->server_ctx);
+        assert_non_null(p->client_ctx);
+        assert_int_equal(SSL_CTX_use_certificate(p->server_ctx, cert), 1);
+        assert_int_equal(SSL_CTX_use_PrivateKey(p->server_ctx, key), 1);
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        SSL_CTX_set_options(p->server_ctx, SSL_OP_ENABLE_KTLS);
+        SSL_CTX_set_num_tickets(p->server_ctx, 0);
+        SSL_CTX *both[] = {p->server_ctx, p->client_ctx};
+        for (int i = 0; i < 2; i++) {
+                SSL_CTX_set_min_proto_version(both[i], version);
+                SSL_CTX_set_max_proto_version(both[i], version);
+                if (version == TLS1_3_VERSION)
+                        assert_int_equal(SSL_CTX_set_ciphersuites(both[i], suite), 1);
+                else
+                        assert_int_equal(SSL_CTX_set_cipher_list(both[i], suite), 1);
+        }
+
+        assert_int_equal(BIO_new_bio_pair(&client_end, 1 << 20, &p->server_end, 1 << 20), 1);
+        p->method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "sealing");
+        assert_non_null(p->method);
+        BIO_meth_set_write(p->method, sealing_write);
+        BIO_meth_set_ctrl(p->method, sealing_ctrl);
+        BIO *sealing = BIO_new(p->method);
+        assert_non_null(sealing);
+        p->sealer.to = p->server_end;
+        BIO_set_data(sealing, &p->sealer);
+        BIO_set_init(sealing, 1);
+        BIO_up_ref(p->server_end); /* the server reads it; the sealer writes it */
+
+        p->server = SSL_new(p->server_ctx);
+        p->client = SSL_new(p->client_ctx);
+        assert_non_null(p->server);
+        assert_non_null(p->client);
+        SSL_set_bio(p->server, p->server_end, sealing);
+        SSL_set_bio(p->client, client_end, client_end);
+        SSL_set_accept_state(p->server);
+        SSL_set_connect_state(p->client);
+        int done = 0;
+        for (int i = 0; i < 50 && done != 3; i++) {
+                if (!(done & 1) && SSL_do_handshake(p->client) == 1)
+                        done |= 1;
+                if (!(done & 2) && SSL_do_handshake(p->server) == 1)
+                        done |= 2;
+        }
+        assert_int_equal(done, 3);
+        assert_true(p->sealer.sealing); /* the sealer took the keys */
+}
+
+static void pair_close(struct pair *p)
+{
+        SSL_free(p->server);
+        SSL_free(p->client);
+        BIO_free(p->server_end);
+        SSL_CTX_free(p->server_ctx);
+        SSL_CTX_free(p->client_ctx);
+        BIO_meth_free(p->method);
+        xftp_tls_seal_free(&p->sealer.seal);
+}
+
+/* The client reads exactly len bytes, which must be want's. */
+static void client_reads(struct pair *p, const uint8_t *want, size_t len)
+{
+        uint8_t *got = malloc(len + 1);
+        size_t have = 0;
+
+        assert_non_null(got);
+        while (have < len) {
+                size_t n = 0;
+                assert_int_equal(SSL_read_ex(p->client, got + have, len - have, &n), 1);
+                have += n;
+        }
+        assert_memory_equal(got, want, len);
+        free(got);
+}
+
+static uint8_t *pattern(size_t len, unsigned seed)
+{
+        uint8_t *bytes = malloc(len);
+        assert_non_null(bytes);
+        for (size_t i = 0; i < len; i++)
+                bytes[i] = (uint8_t)(i * 31 + seed);
+        return bytes;
+}
+
+/* Sealed straight (as a file's bytes are), len bytes reach the client whole. */
+static void seal_straight(struct pair *p, size_t len, unsigned seed)
+{
+        uint8_t *plain = pattern(len, seed);
+        uint8_t *out = malloc(xftp_tls_sealed_max(len));
+        assert_non_null(out);
+        ssize_t made = xftp_tls_seal(&p->sealer.seal, 23, plain, len, out);
+        assert_true(made > (ssize_t)len);
+        assert_true((size_t)made <= xftp_tls_sealed_max(len));
+        assert_int_equal(BIO_write(p->server_end, out, (int)made), (int)made);
+        client_reads(p, plain, len);
+        free(out);
+        free(plain);
+}
+
+static void one_suite(int version, const char *suite, const char *name)
+{
+        struct pair p;
+        size_t sizes[] = {1, 16383, 16384, 16385, 256u << 10, 100000};
+
+        pair_open(&p, version, suite);
+        assert_string_equal(SSL_get_cipher_name(p.client), name);
+        /* OpenSSL's own writes, sealed by the BIO. */
+        uint8_t *plain = pattern(70000, 3);
+        size_t written = 0;
+        assert_int_equal(SSL_write_ex(p.server, plain, 70000, &written), 1);
+        assert_int_equal(written, 70000);
+        client_reads(&p, plain, 70000);
+        free(plain);
+        /* Sealed straight, in line with them: records of every size. */
+        for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                seal_straight(&p, sizes[i], i);
+        /* close_notify, an alert OpenSSL sends through the sealer: an orderly end. */
+        assert_true(SSL_shutdown(p.server) >= 0);
+        uint8_t byte;
+        size_t n = 0;
+        assert_int_equal(SSL_read_ex(p.client, &byte, 1, &n), 0);
+        assert_int_equal(SSL_get_error(p.client, 0), SSL_ERROR_ZERO_RETURN);
+        pair_close(&p);
+}
+
+static void tls13_aes128(void **state)
+{
+        (void)state;
+        one_suite(TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256");
+}
+
+static void tls13_aes256(void **state)
+{
+        (void)state;
+        one_suite(TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384");
+}
+
+static void tls13_chacha(void **state)
+{
+        (void)state;
+        one_suite(TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", "TLS_CHACHA20_POLY1305_SHA256");
+}
+
+static void tls12_aes128(void **state)
+{
+        (void)state;
+        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256");
+}
+
+static void tls12_aes256(void **state)
+{
+        (void)state;
+        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384");
+}
+
+static void tls12_chacha(void **state)
+{
+        (void)state;
+        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA-CHACHA20-POLY1305");
+}
+
+/* A sealed record changed in flight is refused, the client failing the connection
+ * instead of returning bytes: one bit of its ciphertext, or its length one shorter (the
+ * length is authenticated: the record then ends one byte early). */
+static void changed_record_refused(void **state)
+{
+        int versions[] = {TLS1_2_VERSION, TLS1_3_VERSION};
+        const char *suites[] = {"ECDHE-ECDSA-AES256-GCM-SHA384", "TLS_AES_256_GCM_SHA384"};
+
+        (void)state;
+        for (int v = 0; v < 2; v++) {
+                for (int shorter = 0; shorter < 2; shorter++) {
+                        struct pair p;
+                        uint8_t *plain = pattern(1000, 9), out[1100], got[1000];
+                        size_t n = 0;
+
+                        pair_open(&p, versions[v], suites[v]);
+                        ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, plain, 1000, out);
+                        assert_true(made > 0);
+                        if (shorter) {
+                                unsigned len = (unsigned)(out[3] << 8 | out[4]) - 1;
+                                out[3] = (uint8_t)(len >> 8);
+                                out[4] = (uint8_t)len;
+                        } else {
+                                out[100] ^= 0x40;
+                        }
+                        assert_int_equal(BIO_write(p.server_end, out, (int)made), (int)made);
+                        assert_int_equal(SSL_read_ex(p.client, got, sizeof(got), &n), 0);
+                        assert_int_equal(SSL_get_error(p.client, 0), SSL_ERROR_SSL);
+                        ERR_clear_error();
+                        free(plain);
+                        pair_close(&p);
+                }
+        }
+}
+
+/* Offers the sealer does not know, and a sequence at its end. */
+static void offers_refused(void **state)
+{
+        struct {
+                struct tls12_crypto_info_aes_gcm_256 gcm256;
+                size_t len;
+        } offer;
+        struct xftp_tls_seal s;
+        uint8_t out[64];
+
+        (void)state;
+        memset(&offer, 0, sizeof(offer));
+        offer.gcm256.info.version = TLS_1_3_VERSION;
+        offer.gcm256.info.cipher_type = TLS_CIPHER_AES_GCM_256;
+        offer.len = sizeof(offer.gcm256);
+        assert_int_equal(xftp_tls_seal_init(&s, &offer), 0);
+        s.seq = UINT64_MAX;
+        assert_int_equal(xftp_tls_seal(&s, 23, "x", 1, out), -EOVERFLOW);
+        xftp_tls_seal_free(&s);
+
+        offer.len = sizeof(offer.gcm256) - 1; /* a layout not OpenSSL 3's */
+        assert_int_equal(xftp_tls_seal_init(&s, &offer), -ENOTSUP);
+        offer.len = sizeof(offer.gcm256);
+        offer.gcm256.info.version = 0x0302; /* TLS 1.1 */
+        assert_int_equal(xftp_tls_seal_init(&s, &offer), -ENOTSUP);
+        offer.gcm256.info.version = TLS_1_2_VERSION;
+        offer.gcm256.info.cipher_type = TLS_CIPHER_AES_CCM_128; /* not sealed here */
+        assert_int_equal(xftp_tls_seal_init(&s, &offer), -ENOTSUP);
+        assert_int_equal(xftp_tls_seal_init(&s, NULL), -ENOTSUP);
+        xftp_tls_seal_free(&s); /* safe after a refusal */
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(tls13_aes128),           cmocka_unit_test(tls13_aes256),
+            cmocka_unit_test(tls13_chacha),           cmocka_unit_test(tls12_aes128),
+            cmocka_unit_test(tls12_aes256),           cmocka_unit_test(tls12_chacha),
+            cmocka_unit_test(changed_record_refused), cmocka_unit_test(offers_refused),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
