@@ -339,8 +339,10 @@ int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct
                 return 0;
         int rc = xftp_tls_start(conns, n, ftp->tls, false, ftp->host, &ftp->ctl, ftp->timeout_ms,
                                 ftp->stop, err);
-        if (rc == 0)
+        if (rc == 0) {
                 ftp->data_kernel = conns[0].kernel;
+                ftp->data_sealed_by = xftp_tls_sealed_by(&conns[0]);
+        }
         return rc;
 }
 

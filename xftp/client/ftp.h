@@ -52,14 +52,15 @@ struct ftp_tls_opts {
 };
 
 struct ftp {
-        struct xftp_conn ctl;    /* the control connection; every byte of it passes here */
-        struct xftp_tls *tls;    /* the TLS context once AUTH TLS succeeded, else NULL */
-        bool data_kernel;        /* the last TLS data connection was the kernel's (kTLS) */
-        bool tls_data_clear;     /* PROT C sent: data connections in the clear */
-        bool broken;             /* a command or reply failed on the way: no more commands */
-        unsigned owed;           /* replies of commands sent ahead, not read yet */
-        uint32_t owed_note;      /* bit i: a refusal of the i-th of them is noted */
-        char refused_ahead[256]; /* the first refusal among them, "" for none */
+        struct xftp_conn ctl;       /* the control connection; every byte of it passes here */
+        struct xftp_tls *tls;       /* the TLS context once AUTH TLS succeeded, else NULL */
+        bool data_kernel;           /* the last TLS data connection was the kernel's (kTLS) */
+        const char *data_sealed_by; /* who sealed its records (xftp_tls_sealed_by) */
+        bool tls_data_clear;        /* PROT C sent: data connections in the clear */
+        bool broken;                /* a command or reply failed on the way: no more commands */
+        unsigned owed;              /* replies of commands sent ahead, not read yet */
+        uint32_t owed_note;         /* bit i: a refusal of the i-th of them is noted */
+        char refused_ahead[256];    /* the first refusal among them, "" for none */
         char host[256];
         uint16_t port;
         struct xftp_addr local, peer; /* the control connection's ends */

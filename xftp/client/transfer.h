@@ -65,10 +65,11 @@ struct job_totals {
         char current[128];
         char tls_version[16]; /* the control connection's TLS, "" in the clear */
         char tls_cipher[64];
-        bool tls_kernel;    /* the data went through kernel TLS */
-        char *listing;      /* ls: the server's listing (malloc'd, NUL-terminated) */
-        size_t listing_len; /* its bytes, without the NUL */
-        bool listing_facts; /* it is MLSD's (exact facts), not LIST's (for people) */
+        bool tls_kernel;           /* the data went through kernel TLS */
+        const char *tls_sealed_by; /* xftp_tls_sealed_by of the last data connection; NULL: none */
+        char *listing;             /* ls: the server's listing (malloc'd, NUL-terminated) */
+        size_t listing_len;        /* its bytes, without the NUL */
+        bool listing_facts;        /* it is MLSD's (exact facts), not LIST's (for people) */
 };
 
 /* Downloads remote to local. known is what a listing said of remote (NULL: ask the

@@ -4,6 +4,7 @@
 #include "xtls.h"
 
 #include "filemap.h"
+#include "tls_seal.h"
 #include "xconn.h"
 
 #include <dragstrip/clock.h>
@@ -43,11 +44,16 @@ struct tls_conn {
         bool broken;                /* a fatal error: no close_notify may follow */
         char why[160];              /* OpenSSL's reason for the last fatal error */
         struct xftp_filemap window; /* tls_user_sendfile's view of the file */
-        /* tls_user_sendfile's records, gathered for one write() (made at its first call);
-         * their plaintext counts as sent only once all of them are on the socket. */
-        BIO *gather;
-        char *gathered;
-        size_t gathered_len, gathered_sent, owed;
+        /* A data connection's records on their way to the socket (out: made at the first
+         * use), in the order made: sealed here (sealing, tls_seal.h), or OpenSSL's own,
+         * kept from one SSL_write (gathering). The plaintext of a sendv or sendfile (owed)
+         * counts as sent only once all its records are on the socket. */
+        int fd; /* the socket, for the records BIO */
+        struct xftp_tls_seal seal;
+        bool sealing, gathering;
+        uint8_t next_type; /* the record type of OpenSSL's next message to seal */
+        char *out;
+        size_t out_len, out_sent, owed;
 };
 
 /* OpenSSL's oldest queued reason, for a message. */
@@ -186,8 +192,243 @@ static bool wait_slice(int fd, short want, uint64_t start_ns)
         return poll(&pfd, 1, (int)(SLICE_MS - spent_ms)) > 0;
 }
 
-/* No writev in TLS: each piece is its own SSL_write (a MODE E header, then 4 MiB that
- * OpenSSL cuts into records; one copy, the encryption's, into its record buffer). A retry
+/* Plaintext a data connection's write() carries at most: 16 records. Written one record
+ * at a time, as OpenSSL writes them to a socket, a TLS get of 1 GiB cost the server
+ * 65 536 write()s, each a pass through TCP and a wake-up of the receiver. */
+#define OUT_PLAIN (256u << 10)
+#define OUT_ROOM  (OUT_PLAIN + 4096u) /* and the records' headers, nonces, MACs and tags */
+
+#define TYPE_APPLICATION 23
+
+/* OpenSSL 3's controls that hand a BIO the keys of a direction and the type of the next
+ * message, as they do a socket's under kernel TLS (its internal bio.h). */
+#define CTRL_SET_KTLS        72
+#define CTRL_SET_KTLS_TYPE   74
+#define CTRL_CLEAR_KTLS_TYPE 75
+
+/* Writes the records in out to the socket, without waiting: 0 when all are written,
+ * -EAGAIN when some are left, or a negative errno. Under the lock. */
+static int write_out(struct tls_conn *t, int fd)
+{
+        while (t->out_sent < t->out_len) {
+                ssize_t n = send(fd, t->out + t->out_sent, t->out_len - t->out_sent,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0) {
+                        t->out_sent += (size_t)n;
+                        continue;
+                }
+                if (errno == EINTR)
+                        continue;
+                if (errno == EAGAIN)
+                        return -EAGAIN;
+                t->broken = true;
+                return -errno;
+        }
+        t->out_len = t->out_sent = 0;
+        return 0;
+}
+
+/* write_out, waiting for room at most the rest of the slice that began at start_ns
+ * (0: not at all). */
+static int send_out(struct xftp_conn *c, struct tls_conn *t, uint64_t start_ns)
+{
+        for (;;) {
+                pthread_mutex_lock(&t->lock);
+                int rc = write_out(t, c->fd);
+                pthread_mutex_unlock(&t->lock);
+                if (rc != -EAGAIN || !start_ns || !wait_slice(c->fd, POLLOUT, start_ns))
+                        return rc;
+        }
+}
+
+/* The records BIO, a data connection's write side, above its socket's BIO. Offered the
+ * keys of the sending direction, it lets the kernel take them where it can; else it
+ * seals from then on every message OpenSSL sends, in line with the data. */
+static int start_sealing(struct tls_conn *t, const void *crypto_info)
+{
+        /* The offer's shape is OpenSSL 3's; another major version's is not read. */
+        if (OPENSSL_version_major() != 3 || xftp_tls_seal_init(&t->seal, crypto_info) < 0)
+                return -ENOTSUP;
+        t->sealing = true;
+        t->next_type = TYPE_APPLICATION;
+        return 0;
+}
+
+static int records_write(BIO *bio, const char *in, int len)
+{
+        struct tls_conn *t = BIO_get_data(bio);
+
+        BIO_clear_retry_flags(bio);
+        if (t->gathering) { /* OpenSSL's records of one SSL_write, kept for one write() */
+                if (len < 0 || (size_t)len > OUT_ROOM - t->out_len)
+                        return errno = EMSGSIZE, -1;
+                memcpy(t->out + t->out_len, in, (size_t)len);
+                t->out_len += (size_t)len;
+                return len;
+        }
+        /* Any other message goes after every record already made. */
+        int rc = write_out(t, t->fd);
+        if (rc == -EAGAIN)
+                BIO_set_retry_write(bio);
+        if (rc < 0)
+                return -1;
+        if (!t->sealing) {
+                int n = BIO_write(BIO_next(bio), in, len);
+                BIO_copy_next_retry(bio);
+                return n;
+        }
+        if (len <= 0)
+                return 0;
+        if (xftp_tls_sealed_max((size_t)len) > OUT_ROOM)
+                return errno = EMSGSIZE, -1;
+        ssize_t made = xftp_tls_seal(&t->seal, t->next_type, in, (size_t)len, t->out);
+        t->next_type = TYPE_APPLICATION;
+        if (made < 0) {
+                t->broken = true;
+                return errno = (int)-made, -1;
+        }
+        t->out_len = (size_t)made;
+        write_out(t, t->fd); /* what is left goes by the next write or flush */
+        return len;
+}
+
+static long records_ctrl(BIO *bio, int cmd, long num, void *ptr)
+{
+        struct tls_conn *t = BIO_get_data(bio);
+        BIO *next = BIO_next(bio);
+
+        switch (cmd) {
+        case CTRL_SET_KTLS:
+                if (num == 0 || t->sealing)
+                        return 0; /* receiving keys go to the read side, the socket's BIO */
+                if (BIO_ctrl(next, cmd, num, ptr) > 0)
+                        return 1; /* the kernel seals */
+                return start_sealing(t, ptr) == 0;
+        case BIO_CTRL_GET_KTLS_SEND:
+                return t->sealing ? 1 : BIO_ctrl(next, cmd, num, ptr);
+        case CTRL_SET_KTLS_TYPE:
+        case CTRL_CLEAR_KTLS_TYPE:
+                if (!t->sealing)
+                        break;
+                t->next_type = cmd == CTRL_SET_KTLS_TYPE ? (uint8_t)num : TYPE_APPLICATION;
+                return 0;
+        case BIO_CTRL_FLUSH: {
+                if (!t->sealing)
+                        break;
+                BIO_clear_retry_flags(bio);
+                int rc = write_out(t, t->fd);
+                if (rc == -EAGAIN)
+                        BIO_set_retry_write(bio);
+                return rc == 0 ? 1 : -1;
+        }
+        default:
+                break;
+        }
+        long ret = BIO_ctrl(next, cmd, num, ptr);
+        BIO_copy_next_retry(bio);
+        return ret;
+}
+
+static BIO_METHOD *records_method;
+static pthread_once_t records_once = PTHREAD_ONCE_INIT;
+
+static void make_records_method(void)
+{
+        records_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "xftp records");
+        if (records_method && (!BIO_meth_set_write(records_method, records_write) ||
+                               !BIO_meth_set_ctrl(records_method, records_ctrl))) {
+                BIO_meth_free(records_method);
+                records_method = NULL;
+        }
+}
+
+/* Gives t's SSL object the socket's BIO to read and the records BIO above it to write. */
+static int attach_records(struct tls_conn *t, int fd)
+{
+        pthread_once(&records_once, make_records_method);
+        BIO *sock = BIO_new_socket(fd, BIO_NOCLOSE);
+        BIO *records = records_method ? BIO_new(records_method) : NULL;
+        if (!(t->out = malloc(OUT_ROOM)) || !sock || !records) {
+                BIO_free(sock);
+                BIO_free(records);
+                return -ENOMEM;
+        }
+        t->fd = fd;
+        BIO_set_data(records, t);
+        BIO_set_init(records, 1);
+        BIO_push(records, sock);
+        BIO_up_ref(sock); /* the read side's, and the records BIO's next */
+        SSL_set_bio(t->ssl, sock, records);
+        return 0;
+}
+
+/* Makes the records of len bytes at data, after those in out: sealed here, or by one
+ * SSL_write whose records the records BIO keeps. Returns 0 or a negative errno. */
+static int make_records(struct tls_conn *t, const char *data, size_t len)
+{
+        int rc = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (t->sealing) {
+                ssize_t made =
+                    xftp_tls_seal(&t->seal, TYPE_APPLICATION, data, len, t->out + t->out_len);
+                if (made < 0)
+                        t->broken = true, rc = (int)made;
+                else
+                        t->out_len += (size_t)made;
+        } else {
+                size_t written = 0;
+                short want = 0;
+                t->gathering = true;
+                if (!SSL_write_ex(t->ssl, data, len, &written))
+                        rc = (int)ssl_outcome(t, 0, &want);
+                t->gathering = false;
+                if (rc == 0 && written != len)
+                        rc = -EPROTO;
+        }
+        pthread_mutex_unlock(&t->lock);
+        /* Kept records never ask to wait, and a write has no peer's close to see. */
+        return rc == -EAGAIN ? -EPROTO : rc;
+}
+
+/* Once the records made for the owed plaintext are all written, reports it sent; a call
+ * that must wait returns -EAGAIN, and the retry, with the same bytes, finishes it. Before
+ * new records are made, the tail of an OpenSSL message goes out first. Returns as sendv. */
+static ssize_t send_owed(struct xftp_conn *c, struct tls_conn *t, uint64_t start_ns)
+{
+        int rc = send_out(c, t, start_ns);
+        if (rc < 0)
+                return rc;
+        ssize_t sent = (ssize_t)t->owed;
+        t->owed = 0;
+        return sent;
+}
+
+/* A data connection's send: as much of iov as one write() carries, its records made
+ * straight from the caller's bytes. */
+static ssize_t records_sendv(struct xftp_conn *c, struct tls_conn *t, const struct iovec *iov,
+                             int cnt, int flags)
+{
+        uint64_t start_ns = flags & MSG_DONTWAIT ? 0 : ds_now_ns();
+
+        if (t->owed == 0) {
+                int rc = send_out(c, t, start_ns);
+                size_t taken = 0;
+                for (int i = 0; rc == 0 && i < cnt && taken < OUT_PLAIN; i++) {
+                        size_t take =
+                            iov[i].iov_len < OUT_PLAIN - taken ? iov[i].iov_len : OUT_PLAIN - taken;
+                        if (take > 0)
+                                rc = make_records(t, iov[i].iov_base, take);
+                        taken += take;
+                }
+                if (rc < 0)
+                        return rc;
+                t->owed = taken;
+        }
+        return send_owed(c, t, start_ns);
+}
+
+/* No writev in TLS: on the control connection each piece is its own SSL_write. A retry
  * after -EAGAIN offers the same bytes again, as OpenSSL requires. */
 static ssize_t tls_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
 {
@@ -195,6 +436,8 @@ static ssize_t tls_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, 
         uint64_t start_ns = ds_now_ns();
         size_t total = 0;
 
+        if (t->out)
+                return records_sendv(c, t, iov, cnt, flags);
         for (int i = 0; i < cnt;) {
                 size_t written = 0;
                 short want = 0;
@@ -281,7 +524,8 @@ static ssize_t tls_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, siz
 }
 
 /* Sends close_notify (a MODE S receiver's proof that the end is the end) within
- * SHUTDOWN_MS, without waiting for the peer's. */
+ * SHUTDOWN_MS, without waiting for the peer's. Sealed here, it may wait in out after
+ * OpenSSL is done with it. */
 static void tls_shutdown(struct xftp_conn *c, struct tls_conn *t)
 {
         uint64_t deadline = ds_deadline_in(SHUTDOWN_MS);
@@ -291,12 +535,18 @@ static void tls_shutdown(struct xftp_conn *c, struct tls_conn *t)
                 pthread_mutex_lock(&t->lock);
                 int ret = SSL_shutdown(t->ssl);
                 ssize_t rc = ret >= 0 ? 0 : ssl_outcome(t, ret, &want);
+                if (rc == 0 && t->out_sent < t->out_len) {
+                        rc = write_out(t, c->fd);
+                        want = POLLOUT;
+                }
                 pthread_mutex_unlock(&t->lock);
                 int left = ds_deadline_left_ms(deadline);
                 if (rc != -EAGAIN || want != POLLOUT || left == 0 ||
                     ds_poll_one(c->fd, POLLOUT, left) <= 0)
                         break;
         }
+        if (t->out_sent < t->out_len)
+                t->broken = true; /* a close_notify cut short: no orderly end follows */
 }
 
 /* After close_notify: the end of our sending (FIN), then what the peer still sends is
@@ -323,135 +573,33 @@ static void tls_drain(struct xftp_conn *c)
         }
 }
 
-/* Plaintext a gathered write() carries: 16 records. Written one record at a time, as
- * OpenSSL writes them to a socket, a TLS get of 1 GiB cost the server 65 536 write()s,
- * each a pass through TCP and a wake-up of the receiver. */
-#define GATHER_BYTES (256u << 10)
-#define GATHER_ROOM  (GATHER_BYTES + 4096u) /* and the records' headers and tags */
-
-/* The gathering BIO: OpenSSL's records appended to the connection's buffer, which never
- * refuses what one SSL_write of GATHER_BYTES makes. */
-static int gather_write(BIO *bio, const char *in, int len)
-{
-        struct tls_conn *t = BIO_get_data(bio);
-
-        BIO_clear_retry_flags(bio);
-        if (len < 0 || (size_t)len > GATHER_ROOM - t->gathered_len)
-                return -1;
-        memcpy(t->gathered + t->gathered_len, in, (size_t)len);
-        t->gathered_len += (size_t)len;
-        return len;
-}
-
-static long gather_ctrl(BIO *bio, int cmd, long num, void *ptr)
-{
-        (void)bio;
-        (void)num;
-        (void)ptr;
-        return cmd == BIO_CTRL_FLUSH; /* the flush is flush_gathered's */
-}
-
-static BIO_METHOD *gather_method;
-static pthread_once_t gather_once = PTHREAD_ONCE_INIT;
-
-static void make_gather_method(void)
-{
-        gather_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "xftp gather");
-        if (gather_method && (!BIO_meth_set_write(gather_method, gather_write) ||
-                              !BIO_meth_set_ctrl(gather_method, gather_ctrl))) {
-                BIO_meth_free(gather_method);
-                gather_method = NULL;
-        }
-}
-
-static int gather_start(struct tls_conn *t)
-{
-        if (t->gather)
-                return 0;
-        pthread_once(&gather_once, make_gather_method);
-        if (!gather_method || !(t->gathered = malloc(GATHER_ROOM)) ||
-            !(t->gather = BIO_new(gather_method)))
-                return -ENOMEM;
-        BIO_set_data(t->gather, t);
-        BIO_set_init(t->gather, 1);
-        return 0;
-}
-
-/* Encrypts len bytes of data into the gathered records: the socket's BIO is set aside
- * for the one SSL_write, so that OpenSSL's records pile up instead of each going by a
- * write() of its own. Returns 0 or a negative errno. */
-static int gather_records(struct tls_conn *t, const char *data, size_t len)
-{
-        size_t written = 0;
-        short want = 0;
-        int rc = 0;
-
-        pthread_mutex_lock(&t->lock);
-        BIO *sock = SSL_get_wbio(t->ssl);
-        BIO_up_ref(sock);
-        BIO_up_ref(t->gather);
-        SSL_set0_wbio(t->ssl, t->gather);
-        if (!SSL_write_ex(t->ssl, data, len, &written))
-                rc = (int)ssl_outcome(t, 0, &want);
-        if (rc == 0 && written != len)
-                rc = -EPROTO;
-        SSL_set0_wbio(t->ssl, sock);
-        pthread_mutex_unlock(&t->lock);
-        /* The gathering BIO never asks to wait, and a write has no peer's close to see. */
-        return rc == -EAGAIN ? -EPROTO : rc;
-}
-
-/* Writes what is gathered to the socket, waiting at most one slice: 0 when all of it
- * is written, -EAGAIN when some is left for the next call, or a negative errno. */
-static int flush_gathered(struct xftp_conn *c, struct tls_conn *t)
-{
-        uint64_t start_ns = ds_now_ns();
-
-        while (t->gathered_sent < t->gathered_len) {
-                ssize_t n = send(c->fd, t->gathered + t->gathered_sent,
-                                 t->gathered_len - t->gathered_sent, MSG_NOSIGNAL);
-                if (n > 0) {
-                        t->gathered_sent += (size_t)n;
-                        continue;
-                }
-                if (errno == EINTR || (errno == EAGAIN && wait_slice(c->fd, POLLOUT, start_ns)))
-                        continue;
-                if (errno == EAGAIN)
-                        return -EAGAIN;
-                t->broken = true;
-                return -errno;
-        }
-        t->gathered_len = t->gathered_sent = 0;
-        return 0;
-}
-
 /* TLS in user space: a file's bytes are encrypted straight from the page cache, through a
  * window of the file mapped by this connection, 16 records at a time, which go by one
  * write(). A pread() into a buffer first, even one small enough to stay in the cache,
  * was a fourth of the sender's time: a TLS get of 1 GiB cost the server as much copying
- * the file as encrypting it. Bytes count as sent once their records are all written: a
- * write that must wait returns -EAGAIN, and the retry, from the same offset, finishes it.
- * A file that shrinks while it is sent fails the send, and the connection is reset
- * rather than ended: the receiver must not take zeros for the file's end. Returns as
- * sendv. */
+ * the file as encrypting it. Bytes count as sent once their records are all written (see
+ * send_owed). A file that shrinks while it is sent fails the send, and the connection is
+ * reset rather than ended: the receiver must not take zeros for the file's end. Returns
+ * as sendv. */
 static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
 {
         struct tls_conn *t = c->impl;
         struct xftp_filemap *window = &t->window;
         uint64_t at = (uint64_t)*offset;
-        int rc = gather_start(t);
+        uint64_t start_ns = ds_now_ns();
 
-        if (rc == 0 && t->owed == 0 &&
-            (!window->data || at < window->offset || at >= window->offset + window->len))
-                rc = xftp_filemap_at(window, file_fd, at);
-        if (rc < 0 || (t->owed == 0 && !window->data))
-                return rc; /* 0: the end of the file */
         if (t->owed == 0) {
+                int rc = send_out(c, t, start_ns);
+                if (rc == 0 &&
+                    (!window->data || at < window->offset || at >= window->offset + window->len))
+                        rc = xftp_filemap_at(window, file_fd, at);
+                if (rc < 0 || !window->data)
+                        return rc; /* 0: the end of the file */
                 size_t room = (size_t)(window->offset + window->len - at);
                 size_t take = len < room ? len : room;
-                take = take < GATHER_BYTES ? take : GATHER_BYTES;
+                take = take < OUT_PLAIN ? take : OUT_PLAIN;
                 xftp_filemap_guard(window);
-                rc = gather_records(t, window->data + (at - window->offset), take);
+                rc = make_records(t, window->data + (at - window->offset), take);
                 if (xftp_filemap_unguard(window)) {
                         struct linger reset = {.l_onoff = 1, .l_linger = 0};
                         t->broken = true; /* no close_notify: that would end the stream as whole */
@@ -462,20 +610,17 @@ static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset
                         return rc;
                 t->owed = take;
         }
-        rc = flush_gathered(c, t);
-        if (rc < 0)
-                return rc;
-        ssize_t sent = (ssize_t)t->owed;
-        t->owed = 0;
-        *offset += sent;
+        ssize_t sent = send_owed(c, t, start_ns);
+        if (sent > 0)
+                *offset += sent;
         return sent;
 }
 
 static void tls_conn_free(struct tls_conn *t)
 {
         xftp_filemap_release(&t->window);
-        BIO_free(t->gather);
-        free(t->gathered);
+        xftp_tls_seal_free(&t->seal);
+        free(t->out);
         SSL_free(t->ssl);
         pthread_mutex_destroy(&t->lock);
         free(t);
@@ -485,7 +630,7 @@ static int tls_close(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
-        if (t->gathered_sent < t->gathered_len)
+        if (t->owed || t->out_sent < t->out_len)
                 t->broken = true; /* a close_notify after records never sent would lie */
         tls_shutdown(c, t);
         if (!t->broken)
@@ -530,6 +675,13 @@ bool xftp_tls_on(const struct xftp_conn *c)
         return c->fd >= 0 && (c->ops == &tls_user_ops || c->ops == &tls_kernel_ops);
 }
 
+const char *xftp_tls_sealed_by(const struct xftp_conn *c)
+{
+        if (!xftp_tls_on(c))
+                return "";
+        return c->kernel ? "kernel" : ((struct tls_conn *)c->impl)->sealing ? "xftp" : "openssl";
+}
+
 const char *xftp_tls_version(const struct xftp_conn *c)
 {
         return xftp_tls_on(c) ? SSL_get_version(((struct tls_conn *)c->impl)->ssl) : "";
@@ -563,9 +715,13 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
 
         if (!t)
                 return -ENOMEM;
+        /* A data connection writes through the records BIO; the control connection,
+         * used by two threads and carrying little, writes to its socket. */
         if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-            !(t->ssl = SSL_new(tls->ctx)) || SSL_set_fd(t->ssl, c->fd) != 1) {
+            !(t->ssl = SSL_new(tls->ctx)) ||
+            (resume ? attach_records(t, c->fd) < 0 : SSL_set_fd(t->ssl, c->fd) != 1)) {
                 SSL_free(t->ssl);
+                free(t->out);
                 free(t);
                 return -ENOMEM;
         }
@@ -607,21 +763,26 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
         return 0;
 }
 
-/* Whether the kernel decrypts what this socket receives, asked of the kernel. */
-static bool kernel_receives(int fd)
+/* Whether the kernel holds the keys of a direction of this socket (TLS_TX, TLS_RX),
+ * asked of the kernel. */
+static bool kernel_has(int fd, int direction)
 {
-        struct tls12_crypto_info_aes_gcm_256 info;
+        struct tls12_crypto_info_aes_gcm_256 info; /* the largest it may return */
         socklen_t len = sizeof(info);
 
-        return getsockopt(fd, SOL_TLS, TLS_RX, &info, &len) == 0;
+        bool has = getsockopt(fd, SOL_TLS, direction, &info, &len) == 0;
+        OPENSSL_cleanse(&info, sizeof(info));
+        return has;
 }
 
-/* After a handshake: whether the kernel took the keys. */
+/* After a handshake: whether the kernel took the keys. Only the kernel's word moves the
+ * connection to SSL_sendfile, which writes to the socket as it is: with keys sealed here,
+ * that would be plaintext. */
 static void note_kernel(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
 
-        if (BIO_get_ktls_send(SSL_get_wbio(t->ssl))) {
+        if (kernel_has(c->fd, TLS_TX)) {
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
         }
@@ -630,7 +791,7 @@ static void note_kernel(struct xftp_conn *c)
          * buffer holds, several records' worth, which OpenSSL 3.0 takes for one record
          * and refuses (record overflow). The buffer grows when next allocated; if it
          * cannot be freed now (bytes in it), it keeps the one-record size. */
-        if (SSL_get_read_ahead(t->ssl) && !kernel_receives(c->fd)) {
+        if (SSL_get_read_ahead(t->ssl) && !kernel_has(c->fd, TLS_RX)) {
                 SSL_set_default_read_buffer_len(t->ssl, READ_AHEAD);
                 SSL_free_buffers(t->ssl);
         }

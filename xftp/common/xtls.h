@@ -51,6 +51,9 @@ int xftp_tls_start(struct xftp_conn *conns, unsigned n, struct xftp_tls *tls, bo
 
 /* Whether c is TLS. */
 bool xftp_tls_on(const struct xftp_conn *c);
+/* Who seals the records c sends: "kernel" (kernel TLS), "xftp" (tls_seal.h), "openssl"
+ * (a suite neither knows), or "" when c is not TLS. */
+const char *xftp_tls_sealed_by(const struct xftp_conn *c);
 /* c's protocol ("TLSv1.3") and cipher suite, or "" when c is not TLS. */
 const char *xftp_tls_version(const struct xftp_conn *c);
 const char *xftp_tls_cipher(const struct xftp_conn *c);
