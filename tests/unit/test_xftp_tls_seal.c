@@ -217,13 +217,29 @@ static void seal_straight(struct pair *p, size_t len, unsigned seed)
         free(plain);
 }
 
-static void one_suite(int version, const char *suite, const char *name)
+struct suite {
+        int version;
+        const char *name; /* OpenSSL's name, as set and as negotiated */
+};
+
+/* Each suite the sealer takes, in each version. */
+static const struct suite suites[] = {
+    {TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256"},
+    {TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384"},
+    {TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256"},
+    {TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256"},
+    {TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384"},
+    {TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305"},
+};
+
+static void one_suite(void **state)
 {
+        const struct suite *suite = *state;
         struct pair p;
         size_t sizes[] = {1, 16383, 16384, 16385, 256u << 10, 100000};
 
-        pair_open(&p, version, suite);
-        assert_string_equal(SSL_get_cipher_name(p.client), name);
+        pair_open(&p, suite->version, suite->name);
+        assert_string_equal(SSL_get_cipher_name(p.client), suite->name);
         /* OpenSSL's own writes, sealed by the BIO. */
         uint8_t *plain = pattern(70000, 3);
         size_t written = 0;
@@ -243,49 +259,12 @@ static void one_suite(int version, const char *suite, const char *name)
         pair_close(&p);
 }
 
-static void tls13_aes128(void **state)
-{
-        (void)state;
-        one_suite(TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256");
-}
-
-static void tls13_aes256(void **state)
-{
-        (void)state;
-        one_suite(TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384");
-}
-
-static void tls13_chacha(void **state)
-{
-        (void)state;
-        one_suite(TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", "TLS_CHACHA20_POLY1305_SHA256");
-}
-
-static void tls12_aes128(void **state)
-{
-        (void)state;
-        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256");
-}
-
-static void tls12_aes256(void **state)
-{
-        (void)state;
-        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384");
-}
-
-static void tls12_chacha(void **state)
-{
-        (void)state;
-        one_suite(TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA-CHACHA20-POLY1305");
-}
-
 /* A sealed record changed in flight is refused, the client failing the connection
  * instead of returning bytes: one bit of its ciphertext, or its length one shorter (the
  * length is authenticated: the record then ends one byte early). */
 static void changed_record_refused(void **state)
 {
-        int versions[] = {TLS1_2_VERSION, TLS1_3_VERSION};
-        const char *suites[] = {"ECDHE-ECDSA-AES256-GCM-SHA384", "TLS_AES_256_GCM_SHA384"};
+        const struct suite *aes256[] = {&suites[1], &suites[4]}; /* TLS 1.3, 1.2 */
 
         (void)state;
         for (int v = 0; v < 2; v++) {
@@ -294,7 +273,7 @@ static void changed_record_refused(void **state)
                         uint8_t *plain = pattern(1000, 9), out[1100], got[1000];
                         size_t n = 0;
 
-                        pair_open(&p, versions[v], suites[v]);
+                        pair_open(&p, aes256[v]->version, aes256[v]->name);
                         ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, plain, 1000, out);
                         assert_true(made > 0);
                         if (shorter) {
@@ -349,10 +328,14 @@ static void offers_refused(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(tls13_aes128),           cmocka_unit_test(tls13_aes256),
-            cmocka_unit_test(tls13_chacha),           cmocka_unit_test(tls12_aes128),
-            cmocka_unit_test(tls12_aes256),           cmocka_unit_test(tls12_chacha),
-            cmocka_unit_test(changed_record_refused), cmocka_unit_test(offers_refused),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[0]),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[1]),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[2]),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[3]),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[4]),
+            cmocka_unit_test_prestate(one_suite, (void *)&suites[5]),
+            cmocka_unit_test(changed_record_refused),
+            cmocka_unit_test(offers_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
