@@ -29,7 +29,6 @@
 
 #define SLICE_MS    100
 #define SHUTDOWN_MS 2000 /* at most this for a close_notify to leave */
-#define READ_AHEAD  (256u << 10)
 
 struct xftp_tls {
         SSL_CTX *ctx;
@@ -726,10 +725,12 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
-        /* A data connection reads ahead: one read() brings many records (note_kernel
-         * sizes the buffer), where record by record took two per 16 KiB (header, then
-         * body): 131 000 reads a GiB. Not the control connection, whose waits poll()
-         * the socket and would not see whole records read ahead. */
+        /* A data connection reads ahead into OpenSSL's buffer of one record: a read()
+         * brings a record and the next one's start, where record by record took two per
+         * 16 KiB (header, then body). A larger buffer cost more than it saved: before
+         * each record OpenSSL moves what it holds to the buffer's start, and with 256 KiB
+         * that was a fifth of a TLS get's client CPU. Not the control connection, whose
+         * waits poll() the socket and would not see records read ahead. */
         if (resume)
                 SSL_set_read_ahead(t->ssl, 1);
         int rc = 0;
@@ -763,14 +764,13 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
         return 0;
 }
 
-/* Whether the kernel holds the keys of a direction of this socket (TLS_TX, TLS_RX),
- * asked of the kernel. */
-static bool kernel_has(int fd, int direction)
+/* Whether the kernel holds this socket's sending keys, asked of the kernel. */
+static bool kernel_sends(int fd)
 {
         struct tls12_crypto_info_aes_gcm_256 info; /* the largest it may return */
         socklen_t len = sizeof(info);
 
-        bool has = getsockopt(fd, SOL_TLS, direction, &info, &len) == 0;
+        bool has = getsockopt(fd, SOL_TLS, TLS_TX, &info, &len) == 0;
         OPENSSL_cleanse(&info, sizeof(info));
         return has;
 }
@@ -780,20 +780,9 @@ static bool kernel_has(int fd, int direction)
  * that would be plaintext. */
 static void note_kernel(struct xftp_conn *c)
 {
-        struct tls_conn *t = c->impl;
-
-        if (kernel_has(c->fd, TLS_TX)) {
+        if (kernel_sends(c->fd)) {
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
-        }
-        /* The larger read-ahead buffer only where OpenSSL reads the records itself:
-         * from kernel TLS (TLS 1.2 receives) one read returns as much plaintext as the
-         * buffer holds, several records' worth, which OpenSSL 3.0 takes for one record
-         * and refuses (record overflow). The buffer grows when next allocated; if it
-         * cannot be freed now (bytes in it), it keeps the one-record size. */
-        if (SSL_get_read_ahead(t->ssl) && !kernel_has(c->fd, TLS_RX)) {
-                SSL_set_default_read_buffer_len(t->ssl, READ_AHEAD);
-                SSL_free_buffers(t->ssl);
         }
 }
 
