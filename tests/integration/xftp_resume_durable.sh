@@ -115,7 +115,7 @@ c = session()
 c.expect(200, 'ALLO %d' % (64 << 20))
 before = set(glob.glob(work + '/root/.xftpd-part.*.len'))
 assert c.pasv_put('STOR blocked.bin', os.urandom(1 << 16)) == 451  # cut: a point, to name
-for _ in range(100):  # the point comes as the partial is kept, after the reply
+for _ in range(100):  # the point comes as the partial is kept
     marks = set(glob.glob(work + '/root/.xftpd-part.*.len')) - before
     if marks:
         break
@@ -137,6 +137,41 @@ print(syncs)
 PY
 	fail "an upload whose resume point cannot be written"
 pass "xftpd syncs an upload whose resume point cannot be written once a second, not per piece"
+
+# xftpd: an upload cut where its bytes cannot be made durable (every fdatasync of the
+# session fails, so the resume point at the cut cannot follow one) is not kept, and its
+# 451 says so rather than "kept for REST".
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" <<'PY' ||
+import os, sys
+sys.path.insert(0, sys.argv[2])
+import xftpd_raw
+port, server = int(sys.argv[1]), sys.argv[5]
+
+
+def session():
+    c = xftpd_raw.Ctl(port)
+    c.login(sys.argv[3], sys.argv[4])
+    c.expect(200, 'TYPE I')
+    return c
+
+
+c, tracer = xftpd_raw.traced(server, session, ['-f', '-qq', '-o', '/dev/null', '-e',
+                                               'trace=fdatasync', '-e',
+                                               'inject=fdatasync:error=EIO'])
+c.expect(200, 'ALLO %d' % (64 << 20))  # so that a close before it is a cut
+conns = c.data('STOR unsynced.bin')
+conns[0].sendall(os.urandom(1 << 20))
+conns[0].close()
+code, text = c.reply()
+assert code == 451 and 'discarded' in text and 'REST' not in text, text
+c.expect(550, 'PSIZ unsynced.bin')
+c.expect(221, 'QUIT')
+tracer.terminate()
+tracer.wait()
+print(text)
+PY
+	fail "an upload cut whose bytes cannot be synced"
+pass "an upload cut whose bytes cannot be synced is discarded, and its 451 says so"
 
 # xftp on a file system that keeps no attributes (every fsetxattr refused, as strace makes
 # it): no point can be recorded, and the partial is still synced once a second, not after

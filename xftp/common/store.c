@@ -229,10 +229,9 @@ int xftp_store_owe(struct xftp_store_file *file, struct xftp_store_owed *owed)
         return rc;
 }
 
-void xftp_store_file_close(struct xftp_store_file *file, bool keep)
+bool xftp_store_file_close(struct xftp_store_file *file, bool keep)
 {
-        if (file)
-                file->store->ops->file_close(file, keep);
+        return file && file->store->ops->file_close(file, keep);
 }
 
 struct xftp_xfile *xftp_store_xfile(struct xftp_store_file *file)

@@ -129,8 +129,9 @@ int xftp_store_owe(struct xftp_store_file *file, struct xftp_store_owed *owed);
 /* Syncs the directory owed, if any, and empties owed. Returns 0 or a negative errno. */
 int xftp_store_pay(struct xftp_store_owed *owed);
 /* Ends the file. An upload not committed is removed, unless keep (a plain-directory store
- * then keeps it for REST). */
-void xftp_store_file_close(struct xftp_store_file *file, bool keep);
+ * then keeps it for REST, if its bytes could be made durable). Returns whether such a
+ * partial upload was kept. */
+bool xftp_store_file_close(struct xftp_store_file *file, bool keep);
 
 /* The file for the transfer pipeline (xfer.h); owned by the store file. */
 struct xftp_xfile *xftp_store_xfile(struct xftp_store_file *file);

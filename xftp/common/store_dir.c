@@ -744,9 +744,10 @@ static int dir_commit_dir(struct xftp_store_file *base)
         return dir_fd;
 }
 
-static void dir_file_close(struct xftp_store_file *base, bool keep)
+static bool dir_file_close(struct xftp_store_file *base, bool keep)
 {
         struct dir_file *file = (struct dir_file *)base;
+        bool kept = false;
 
         if (file->base.xfile.ops)
                 xftp_xfile_plain_close(&file->base.xfile);
@@ -763,15 +764,18 @@ static void dir_file_close(struct xftp_store_file *base, bool keep)
          * is not kept for REST. */
         if (file->written_out < 0)
                 keep = false;
-        if (file->upload && !file->committed && file->fd >= 0 &&
-            (!keep || fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) < 0)) {
-                unlinkat(file->parent_fd, file->mark, 0); /* first, as in dir_commit */
-                unlinkat(file->parent_fd, file->part, 0);
+        if (file->upload && !file->committed && file->fd >= 0) {
+                kept = keep && fstatat(file->parent_fd, file->part, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+                if (!kept) {
+                        unlinkat(file->parent_fd, file->mark, 0); /* first, as in dir_commit */
+                        unlinkat(file->parent_fd, file->part, 0);
+                }
         }
         for (int *fd = &file->fd; fd <= &file->mark_fd; fd++)
                 if (*fd >= 0)
                         close(*fd);
         free(file);
+        return kept;
 }
 
 static int dir_partial_size(struct xftp_store *store, const char *user, const char *path,

@@ -27,7 +27,7 @@ struct xftp_store_ops {
         /* The committed upload's directory, for the caller to sync and close; -1 when the
          * commit made the name durable itself. May be NULL (always -1). */
         int (*commit_dir)(struct xftp_store_file *file);
-        void (*file_close)(struct xftp_store_file *file, bool keep);
+        bool (*file_close)(struct xftp_store_file *file, bool keep);
         int (*partial_size)(struct xftp_store *store, const char *user, const char *path,
                             uint64_t *size); /* may be NULL */
 };

@@ -513,7 +513,7 @@ static int scommit(struct xftp_store_file *base)
         return rc;
 }
 
-static void sfile_close(struct xftp_store_file *base, bool keep)
+static bool sfile_close(struct xftp_store_file *base, bool keep)
 {
         struct stripe_file *file = (struct stripe_file *)base;
 
@@ -521,6 +521,7 @@ static void sfile_close(struct xftp_store_file *base, bool keep)
         ds_stripe_close(file->stripe, NULL);
         dir_close(&file->dir);
         free(file);
+        return false;
 }
 
 static void sclose(struct xftp_store *base)

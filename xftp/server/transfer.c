@@ -415,18 +415,24 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                  * one directory sync for a run of uploads (session_pay_owed). */
                 xfer_reply_done(s, "Transfer complete.");
                 session_check_paid(s, xftp_store_owe(job.file, &s->owed));
-        } else if (commit_rc < 0 && !full)
+                job_end(s, &job, true);
+                return;
+        }
+        /* Kept for REST unless the disk is full or the data overran what was announced;
+         * closed before the reply, which says whether the partial could be kept. */
+        bool kept = xftp_store_file_close(job.file, !full);
+        if (commit_rc < 0 && !full)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
                  !atomic_load(&s->ctl_gone))
                 session_reply(s, "451 Upload incomplete: %llu bytes of %llu announced; %s.",
                               (unsigned long long)(job.opts.offset + job.result.bytes),
                               (unsigned long long)s->allocate,
-                              xftp_store_width(s->config->store) > 1
+                              kept ? "kept for REST"
+                              : xftp_store_width(s->config->store) > 1
                                   ? "discarded (a striped store keeps no partial upload)"
-                                  : "kept for REST");
+                                  : "discarded (its bytes could not be made durable)");
         else if (job.connected || full)
                 xfer_reply_cut(s, rc, job.err.text);
-        /* Kept for REST unless the disk is full or the data overran what was announced. */
-        job_end(s, &job, !full);
+        xfer_reset(s);
 }
