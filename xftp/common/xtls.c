@@ -196,6 +196,9 @@ static bool wait_slice(int fd, short want, uint64_t start_ns)
  * 65 536 write()s, each a pass through TCP and a wake-up of the receiver. */
 #define OUT_PLAIN (256u << 10)
 #define OUT_ROOM  (OUT_PLAIN + 4096u) /* and the records' headers, nonces, MACs and tags */
+/* The most a record adds to its plaintext, with OpenSSL's CBC suites too: header, IV,
+ * MAC, padding. */
+#define RECORD_EXTRA_MAX 128u
 
 #define TYPE_APPLICATION 23
 
@@ -204,6 +207,12 @@ static bool wait_slice(int fd, short want, uint64_t start_ns)
 #define CTRL_SET_KTLS        72
 #define CTRL_SET_KTLS_TYPE   74
 #define CTRL_CLEAR_KTLS_TYPE 75
+
+/* The room the records of len bytes of plaintext may take in out. */
+static size_t records_room(size_t len)
+{
+        return len + (len / XFTP_TLS_RECORD_PLAIN + 1) * RECORD_EXTRA_MAX;
+}
 
 /* Writes the records in out to the socket, without waiting: 0 when all are written,
  * -EAGAIN when some are left, or a negative errno. Under the lock. */
@@ -311,14 +320,16 @@ static long records_ctrl(BIO *bio, int cmd, long num, void *ptr)
                         break;
                 t->next_type = cmd == CTRL_SET_KTLS_TYPE ? (uint8_t)num : TYPE_APPLICATION;
                 return 0;
-        case BIO_CTRL_FLUSH: {
-                if (!t->sealing)
-                        break;
+        case BIO_CTRL_FLUSH: { /* what is made goes first (SSL_sendfile flushes, too) */
                 BIO_clear_retry_flags(bio);
                 int rc = write_out(t, t->fd);
                 if (rc == -EAGAIN)
                         BIO_set_retry_write(bio);
-                return rc == 0 ? 1 : -1;
+                if (rc < 0)
+                        return -1;
+                if (t->sealing)
+                        return 1;
+                break;
         }
         default:
                 break;
@@ -368,7 +379,9 @@ static int make_records(struct tls_conn *t, const char *data, size_t len)
         int rc = 0;
 
         pthread_mutex_lock(&t->lock);
-        if (t->sealing) {
+        if (records_room(len) > OUT_ROOM - t->out_len) {
+                rc = -EMSGSIZE;
+        } else if (t->sealing) {
                 ssize_t made =
                     xftp_tls_seal(&t->seal, TYPE_APPLICATION, data, len, t->out + t->out_len);
                 if (made < 0)
@@ -416,6 +429,8 @@ static ssize_t records_sendv(struct xftp_conn *c, struct tls_conn *t, const stru
                 for (int i = 0; rc == 0 && i < cnt && taken < OUT_PLAIN; i++) {
                         size_t take =
                             iov[i].iov_len < OUT_PLAIN - taken ? iov[i].iov_len : OUT_PLAIN - taken;
+                        if (taken > 0 && records_room(take) > OUT_ROOM - t->out_len)
+                                break; /* many small pieces: the rest with the next call */
                         if (take > 0)
                                 rc = make_records(t, iov[i].iov_base, take);
                         taken += take;
