@@ -539,20 +539,26 @@ static ssize_t tls_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, siz
 
 /* Sends close_notify (a MODE S receiver's proof that the end is the end) within
  * SHUTDOWN_MS, without waiting for the peer's. Sealed here, it may wait in out after
- * OpenSSL is done with it. */
+ * OpenSSL is done with it; SSL_shutdown is then not called again, as a second call waits
+ * for the peer's close_notify (WANT_READ) and would leave ours cut short. */
 static void tls_shutdown(struct xftp_conn *c, struct tls_conn *t)
 {
         uint64_t deadline = ds_deadline_in(SHUTDOWN_MS);
+        bool handed = false; /* OpenSSL took our close_notify: what is left of it is in out */
 
         while (!t->broken) {
-                short want = 0;
+                short want = POLLOUT;
+                ssize_t rc = 0;
                 pthread_mutex_lock(&t->lock);
-                int ret = SSL_shutdown(t->ssl);
-                ssize_t rc = ret >= 0 ? 0 : ssl_outcome(t, ret, &want);
-                if (rc == 0 && t->out_sent < t->out_len) {
-                        rc = write_out(t, c->fd);
-                        want = POLLOUT;
+                if (!handed) {
+                        int ret = SSL_shutdown(t->ssl);
+                        if (ret >= 0)
+                                handed = true;
+                        else
+                                rc = ssl_outcome(t, ret, &want);
                 }
+                if (handed)
+                        rc = write_out(t, c->fd);
                 pthread_mutex_unlock(&t->lock);
                 int left = ds_deadline_left_ms(deadline);
                 if (rc != -EAGAIN || want != POLLOUT || left == 0 ||
