@@ -107,7 +107,7 @@ struct server {
         struct ds_error err;
 };
 
-/* The peer: a plain OpenSSL client of the given highest version. */
+/* The peer: a plain OpenSSL client of the given highest version (and TLS 1.3 suite). */
 struct peer {
         SSL_CTX *ctx;
         SSL *ctl, *data;
@@ -143,7 +143,7 @@ static uint8_t pattern_byte(size_t i)
 /* Starts the server with act, and shakes the peer's hands: control, then data resuming
  * the control's session. */
 static void open_both(struct server *s, struct peer *p, pthread_t *thread, int max_version,
-                      server_act *act, size_t len)
+                      const char *suite, server_act *act, size_t len)
 {
         int ctl[2], data[2];
 
@@ -161,6 +161,8 @@ static void open_both(struct server *s, struct peer *p, pthread_t *thread, int m
         p->ctx = SSL_CTX_new(TLS_client_method());
         assert_non_null(p->ctx);
         SSL_CTX_set_max_proto_version(p->ctx, max_version);
+        if (suite)
+                assert_int_equal(SSL_CTX_set_ciphersuites(p->ctx, suite), 1);
         p->ctl = SSL_new(p->ctx);
         p->data = SSL_new(p->ctx);
         assert_true(p->ctl && p->data);
@@ -239,17 +241,72 @@ static void test_close_notify_goes_whole_after_the_socket_was_full(void **state)
                 struct server s;
                 struct peer p;
                 pthread_t thread;
-                open_both(&s, &p, &thread, versions[i], send_then_close_when_full, 100000);
+                open_both(&s, &p, &thread, versions[i], NULL, send_then_close_when_full, 100000);
                 peer_reads_all_then_close_notify(&p, 100000);
                 close_both(&s, &p, thread);
                 assert_int_equal(atomic_load(&short_sends_refused), 0);
         }
 }
 
+/* Reads what the peer sends (a KeyUpdate among it), then answers with the pattern. */
+static void receive_then_send(struct server *s)
+{
+        uint8_t *bytes = malloc(s->len);
+        size_t got = 0;
+        assert_non_null(bytes);
+        while (s->rc == 0 && got < s->len) {
+                ssize_t n = xftp_conn_recv(&s->data, bytes + got, s->len - got, MSG_WAITALL);
+                if (n > 0)
+                        got += (size_t)n;
+                else if (n != -EAGAIN)
+                        s->rc = n == 0 ? -EPIPE : (int)n;
+        }
+        for (size_t i = 0; s->rc == 0 && i < s->len; i++)
+                if (bytes[i] != pattern_byte(i))
+                        s->rc = -EBADMSG;
+        free(bytes);
+        if (s->rc == 0)
+                send_pattern(s);
+}
+
+/* The peer asks for a KeyUpdate while it sends: xftp answers with its own and seals what
+ * follows, the close_notify too, under its next keys, as the peer then expects. */
+static void test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys(void **state)
+{
+        (void)state;
+        size_t len = 100000;
+        uint8_t *bytes = malloc(len);
+        assert_non_null(bytes);
+        for (size_t i = 0; i < len; i++)
+                bytes[i] = pattern_byte(i);
+        const char *suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                                "TLS_CHACHA20_POLY1305_SHA256"};
+        for (unsigned round = 0; round < 6; round++) {
+                struct server s;
+                struct peer p;
+                pthread_t thread;
+                open_both(&s, &p, &thread, TLS1_3_VERSION, suites[round % 3], receive_then_send,
+                          len);
+                assert_string_equal(SSL_get_cipher_name(p.data), suites[round % 3]);
+                /* once, then twice: the next keys are derived from the last */
+                size_t part = len / (round / 3 + 2), sent = 0;
+                for (unsigned update = 0; update <= round / 3; update++, sent += part) {
+                        assert_int_equal(SSL_write(p.data, bytes + sent, (int)part), (int)part);
+                        assert_int_equal(SSL_key_update(p.data, SSL_KEY_UPDATE_REQUESTED), 1);
+                }
+                assert_int_equal(SSL_write(p.data, bytes + sent, (int)(len - sent)),
+                                 (int)(len - sent));
+                peer_reads_all_then_close_notify(&p, len);
+                close_both(&s, &p, thread);
+        }
+        free(bytes);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_close_notify_goes_whole_after_the_socket_was_full),
+            cmocka_unit_test(test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys),
         };
         signal(SIGPIPE, SIG_IGN); /* a failing peer's alert to a closed socket */
         return cmocka_run_group_tests(tests, make_cert_files, remove_cert_files);

@@ -41,6 +41,13 @@ struct xftp_tls_seal {
  * layout this layer does not know: OpenSSL then seals its records itself), or -ENOMEM. */
 int xftp_tls_seal_init(struct xftp_tls_seal *s, const void *crypto_info);
 
+/* TLS 1.3's KeyUpdate: moves s to the keys of its direction's next traffic secret (of
+ * secret_len bytes, hashed with md, the suite's), from sequence 0 (RFC 8446 7.2). OpenSSL
+ * gives no new offer then, only the secret (its key log). Returns 0, -ENOTSUP when s is
+ * not TLS 1.3, or -EPROTO (s then refuses to seal: its keys are gone). */
+int xftp_tls_seal_next_keys(struct xftp_tls_seal *s, const EVP_MD *md, const uint8_t *secret,
+                            size_t secret_len);
+
 /* Frees what init made and wipes the keys. Safe on a zeroed or freed struct. */
 void xftp_tls_seal_free(struct xftp_tls_seal *s);
 
@@ -50,7 +57,8 @@ size_t xftp_tls_sealed_max(size_t len);
 /* Seals len bytes of plaintext of record type type (23 application data, 21 alert, 22
  * handshake) into out, which has room for xftp_tls_sealed_max(len), in records of up to
  * XFTP_TLS_RECORD_PLAIN. Returns the bytes written, or a negative errno: -EOVERFLOW when
- * the sequence would wrap, -EPROTO when the cipher fails (nothing usable written). */
+ * the sequence would wrap, -EPROTO when the cipher fails or s has no keys (nothing usable
+ * written). */
 ssize_t xftp_tls_seal(struct xftp_tls_seal *s, uint8_t type, const void *plain, size_t len,
                       void *out);
 

@@ -67,8 +67,47 @@ static const char *ssl_reason(char *buf, size_t len)
         return buf;
 }
 
+/* OpenSSL's key log line of a sending direction's next secret after a TLS 1.3 KeyUpdate
+ * ("SERVER_TRAFFIC_SECRET_N <client random> <secret>", in hex). */
+#define SECRET_N_SERVER   "SERVER_TRAFFIC_SECRET_N "
+#define SECRET_N_CLIENT   "CLIENT_TRAFFIC_SECRET_N "
+#define CLIENT_RANDOM_HEX 64
+
+/* OpenSSL 3.0 offers no keys after a KeyUpdate: it changes its own and goes on handing the
+ * BIO plaintext, which the sealer would seal under the old keys, and the peer refuses all
+ * that follows. It logs the new secret though, after the KeyUpdate itself went under the
+ * old keys, and from the secret the sealer derives the next keys. */
+static void note_secret(const SSL *ssl, const char *line)
+{
+        struct tls_conn *t = SSL_get_app_data(ssl);
+        const char *label = SSL_is_server(ssl) ? SECRET_N_SERVER : SECRET_N_CLIENT;
+        size_t label_len = strlen(label);
+        uint8_t secret[EVP_MAX_MD_SIZE];
+        size_t len = 0;
+
+        if (!t || !t->sealing || strncmp(line, label, label_len) != 0 ||
+            strlen(line) < label_len + CLIENT_RANDOM_HEX + 1)
+                return;
+        const char *hex = line + label_len + CLIENT_RANDOM_HEX + 1;
+        for (; len < sizeof(secret); hex += 2) {
+                int high = OPENSSL_hexchar2int((unsigned char)hex[0]);
+                int low = high < 0 ? -1 : OPENSSL_hexchar2int((unsigned char)hex[1]);
+                if (low < 0)
+                        break;
+                secret[len++] = (uint8_t)(high << 4 | low);
+        }
+        const EVP_MD *md = SSL_CIPHER_get_handshake_digest(SSL_get_current_cipher(ssl));
+        if (hex[0] != '\0' || !md || (int)len != EVP_MD_get_size(md) ||
+            xftp_tls_seal_next_keys(&t->seal, md, secret, len) < 0) {
+                xftp_tls_seal_free(&t->seal); /* nothing more is sealed, under any keys */
+                t->broken = true;
+        }
+        OPENSSL_cleanse(secret, sizeof(secret));
+}
+
 static int ctx_common(SSL_CTX *ctx)
 {
+        SSL_CTX_set_keylog_callback(ctx, note_secret);
         SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
         /* The kernel takes the keys where it can (tls.ko); silently user space where not.
          * A peer that closes without close_notify ends the stream as a close does in the
@@ -746,6 +785,7 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
+        SSL_set_app_data(t->ssl, t); /* for note_secret */
         /* A data connection reads ahead into OpenSSL's buffer of one record: a read()
          * brings a record and the next one's start, where record by record took two per
          * 16 KiB (header, then body). A larger buffer cost more than it saved: before
