@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -302,11 +303,56 @@ static void test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys(
         free(bytes);
 }
 
+#define SMALL_PIECE 1000
+
+/* The pattern offered in pieces of SMALL_PIECE bytes, a record each: a send's worth of
+ * them takes more room for headers and tags than a send of few large pieces. */
+static void send_pattern_in_small_pieces(struct server *s)
+{
+        size_t pieces = s->len / SMALL_PIECE, done = 0;
+        uint8_t *bytes = malloc(s->len);
+        struct iovec *iov = calloc(pieces, sizeof(*iov));
+        assert_true(bytes && iov && s->len % SMALL_PIECE == 0);
+        for (size_t i = 0; i < s->len; i++)
+                bytes[i] = pattern_byte(i);
+        for (size_t i = 0; i < pieces; i++)
+                iov[i] = (struct iovec){bytes + i * SMALL_PIECE, SMALL_PIECE};
+        while (s->rc == 0 && done < s->len) {
+                size_t first = done / SMALL_PIECE, into = done % SMALL_PIECE;
+                iov[first].iov_base = bytes + done;
+                iov[first].iov_len = SMALL_PIECE - into;
+                ssize_t n = s->data.ops->sendv(&s->data, iov + first, (int)(pieces - first), 0);
+                if (n > 0)
+                        done += (size_t)n;
+                else if (n != -EAGAIN)
+                        s->rc = n == 0 ? -EIO : (int)n;
+        }
+        free(iov);
+        free(bytes);
+}
+
+/* Many small pieces in one sendv: the records made of them fit the records buffer. */
+static void test_many_small_pieces_in_one_send(void **state)
+{
+        (void)state;
+        int versions[] = {TLS1_3_VERSION, TLS1_2_VERSION};
+        for (unsigned i = 0; i < 2; i++) {
+                struct server s;
+                struct peer p;
+                pthread_t thread;
+                open_both(&s, &p, &thread, versions[i], NULL, send_pattern_in_small_pieces,
+                          600 * SMALL_PIECE);
+                peer_reads_all_then_close_notify(&p, 600 * SMALL_PIECE);
+                close_both(&s, &p, thread);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_close_notify_goes_whole_after_the_socket_was_full),
             cmocka_unit_test(test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys),
+            cmocka_unit_test(test_many_small_pieces_in_one_send),
         };
         signal(SIGPIPE, SIG_IGN); /* a failing peer's alert to a closed socket */
         return cmocka_run_group_tests(tests, make_cert_files, remove_cert_files);
