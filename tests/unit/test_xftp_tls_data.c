@@ -1,7 +1,7 @@
-/* A data connection of xftp's TLS (xftp/common/xtls.h) whose records are sealed in user
- * space, against a plain OpenSSL peer over a socket pair: the xftp side is the server,
- * its control connection first (whose session the data connection resumes), then the
- * data connection. The peer reads as any FTPS client would, so every record xftp sends,
+/* A data connection of xftp's TLS (xftp/common/xtls.h) whose records are made in user
+ * space, against a plain OpenSSL peer over a socket pair: xftp is the server or the
+ * client, its control connection first (whose session the data connection resumes), then
+ * the data connection. The peer reads as any FTPS peer would, so every record xftp sends,
  * its close_notify included, must open under the keys the peer holds at that moment.
  *
  * send() is wrapped (-Wl,--wrap=send): a test can have it refuse the next short writes
@@ -94,41 +94,60 @@ static int remove_cert_files(void **state)
         return 0;
 }
 
-struct server;
-typedef void server_act(struct server *s);
+struct side;
+typedef void side_act(struct side *s);
+
+/* How the two meet: which is the client, the highest version, the suites the peer takes
+ * (NULL: OpenSSL's defaults), and who seals xftp's records then. */
+struct setup {
+        bool xftp_client;
+        int max_version;
+        const char *suites;  /* TLS 1.3 */
+        const char *ciphers; /* TLS 1.2, MAC then encrypt when CBC */
+        const char *sealed_by;
+};
 
 /* xftp's side, in a thread of its own. */
-struct server {
+struct side {
         struct xftp_tls *tls;
+        bool client;
         int ctl_fd, data_fd;
         struct xftp_conn ctl, data;
-        server_act *act; /* what it does on its data connection, then closes it */
-        size_t len;      /* how many bytes act moves */
+        const char *sealed_by;
+        side_act *act; /* what it does on its data connection, then closes it */
+        size_t len;    /* how many bytes act moves */
         int rc;
         struct ds_error err;
 };
 
-/* The peer: a plain OpenSSL client of the given highest version (and TLS 1.3 suite). */
+/* The peer: plain OpenSSL. */
 struct peer {
         SSL_CTX *ctx;
         SSL *ctl, *data;
 };
 
-static void *server_main(void *arg)
+static void *side_main(void *arg)
 {
-        struct server *s = arg;
+        struct side *s = arg;
+        const char *host = s->client ? "xftpd" : NULL;
+        char plus = 0;
 
         xftp_conn_plain(&s->ctl, s->ctl_fd);
         xftp_conn_plain(&s->data, s->data_fd);
-        s->rc = xftp_tls_start(&s->ctl, 1, s->tls, true, NULL, NULL, TIMEOUT_MS, NULL, &s->err);
-        /* a byte the peer reads, and with it the control session's tickets */
-        if (s->rc == 0)
+        s->rc =
+            xftp_tls_start(&s->ctl, 1, s->tls, !s->client, host, NULL, TIMEOUT_MS, NULL, &s->err);
+        /* a byte from the server, and with it the control session's tickets */
+        if (s->rc == 0 && s->client)
+                s->rc = xftp_conn_recv(&s->ctl, &plus, 1, MSG_WAITALL) == 1 && plus == '+'
+                            ? 0
+                            : -EPROTO;
+        else if (s->rc == 0)
                 s->rc = xftp_conn_write_all(&s->ctl, "+", 1, TIMEOUT_MS, NULL);
         if (s->rc == 0)
-                s->rc = xftp_tls_start(&s->data, 1, s->tls, true, NULL, &s->ctl, TIMEOUT_MS, NULL,
-                                       &s->err);
+                s->rc = xftp_tls_start(&s->data, 1, s->tls, !s->client, host, &s->ctl, TIMEOUT_MS,
+                                       NULL, &s->err);
         if (s->rc == 0) {
-                assert_string_equal(xftp_tls_sealed_by(&s->data), "xftp");
+                assert_string_equal(xftp_tls_sealed_by(&s->data), s->sealed_by);
                 s->act(s);
         }
         xftp_conn_close(&s->data);
@@ -141,52 +160,90 @@ static uint8_t pattern_byte(size_t i)
         return (uint8_t)(i * 31u + (i >> 12));
 }
 
-/* Starts the server with act, and shakes the peer's hands: control, then data resuming
+/* len bytes of the pattern, malloc'ed. */
+static uint8_t *pattern(size_t len)
+{
+        uint8_t *bytes = malloc(len);
+        assert_non_null(bytes);
+        for (size_t i = 0; i < len; i++)
+                bytes[i] = pattern_byte(i);
+        return bytes;
+}
+
+static void peer_handshake(SSL *ssl, bool server)
+{
+        assert_int_equal(server ? SSL_accept(ssl) : SSL_connect(ssl), 1);
+}
+
+/* Starts xftp's side with act, and shakes the peer's hands: control, then data resuming
  * the control's session. */
-static void open_both(struct server *s, struct peer *p, pthread_t *thread, int max_version,
-                      const char *suite, server_act *act, size_t len)
+static void open_both(struct side *s, struct peer *p, pthread_t *thread, const struct setup *setup,
+                      side_act *act, size_t len)
 {
         int ctl[2], data[2];
+        bool peer_server = setup->xftp_client;
 
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, data), 0);
         memset(s, 0, sizeof(*s));
         struct ds_error err = {{0}};
-        assert_int_equal(xftp_tls_server(&s->tls, cert_path, key_path, &err), 0);
+        s->client = setup->xftp_client;
+        if (s->client)
+                assert_int_equal(xftp_tls_client(&s->tls, NULL, true, &err), 0);
+        else
+                assert_int_equal(xftp_tls_server(&s->tls, cert_path, key_path, &err), 0);
         s->ctl_fd = ctl[0];
         s->data_fd = data[0];
+        s->sealed_by = setup->sealed_by ? setup->sealed_by : "xftp";
         s->act = act;
         s->len = len;
-        assert_int_equal(pthread_create(thread, NULL, server_main, s), 0);
+        assert_int_equal(pthread_create(thread, NULL, side_main, s), 0);
 
-        p->ctx = SSL_CTX_new(TLS_client_method());
+        p->ctx = SSL_CTX_new(peer_server ? TLS_server_method() : TLS_client_method());
         assert_non_null(p->ctx);
-        SSL_CTX_set_max_proto_version(p->ctx, max_version);
-        if (suite)
-                assert_int_equal(SSL_CTX_set_ciphersuites(p->ctx, suite), 1);
+        SSL_CTX_set_max_proto_version(p->ctx, setup->max_version);
+        if (setup->suites)
+                assert_int_equal(SSL_CTX_set_ciphersuites(p->ctx, setup->suites), 1);
+        if (setup->ciphers) {
+                assert_int_equal(SSL_CTX_set_cipher_list(p->ctx, setup->ciphers), 1);
+                SSL_CTX_set_options(p->ctx, SSL_OP_NO_ENCRYPT_THEN_MAC);
+        }
+        if (peer_server) {
+                assert_int_equal(SSL_CTX_use_certificate_file(p->ctx, cert_path, SSL_FILETYPE_PEM),
+                                 1);
+                assert_int_equal(SSL_CTX_use_PrivateKey_file(p->ctx, key_path, SSL_FILETYPE_PEM),
+                                 1);
+                assert_int_equal(SSL_CTX_set_session_id_context(p->ctx, (const void *)"peer", 4),
+                                 1);
+        }
         p->ctl = SSL_new(p->ctx);
         p->data = SSL_new(p->ctx);
         assert_true(p->ctl && p->data);
         assert_int_equal(SSL_set_fd(p->ctl, ctl[1]), 1);
-        assert_int_equal(SSL_connect(p->ctl), 1);
-        char plus = 0;
-        assert_int_equal(SSL_read(p->ctl, &plus, 1), 1);
-        assert_int_equal(plus, '+');
-        SSL_SESSION *session = SSL_get1_session(p->ctl);
-        assert_non_null(session);
-        assert_int_equal(SSL_set_session(p->data, session), 1);
-        SSL_SESSION_free(session);
+        peer_handshake(p->ctl, peer_server);
+        if (peer_server) {
+                assert_int_equal(SSL_write(p->ctl, "+", 1), 1);
+        } else {
+                char plus = 0;
+                assert_int_equal(SSL_read(p->ctl, &plus, 1), 1);
+                assert_int_equal(plus, '+');
+                SSL_SESSION *session = SSL_get1_session(p->ctl);
+                assert_non_null(session);
+                assert_int_equal(SSL_set_session(p->data, session), 1);
+                SSL_SESSION_free(session);
+        }
         assert_int_equal(SSL_set_fd(p->data, data[1]), 1);
-        assert_int_equal(SSL_connect(p->data), 1);
+        peer_handshake(p->data, peer_server);
         assert_true(SSL_session_reused(p->data));
 }
 
-/* Closes the peer's ends (the server's closes wait for them) and waits for the server. */
-static void close_both(struct server *s, struct peer *p, pthread_t thread)
+/* Closes the peer's ends (xftp's closes wait for them) and waits for xftp's side. */
+static void close_both(struct side *s, struct peer *p, pthread_t thread)
 {
         close(SSL_get_fd(p->data));
         close(SSL_get_fd(p->ctl));
         assert_int_equal(pthread_join(thread, NULL), 0);
+        atomic_store(&short_sends_refused, 0); /* what OpenSSL's own socket writes left */
         assert_int_equal(s->rc, 0);
         SSL_free(p->data);
         SSL_free(p->ctl);
@@ -216,41 +273,46 @@ static void peer_reads_all_then_close_notify(struct peer *p, size_t len)
                          why ? ERR_reason_error_string(why) : "EOF");
 }
 
-static void send_pattern(struct server *s)
+static void send_pattern(struct side *s)
 {
-        uint8_t *bytes = malloc(s->len);
-        assert_non_null(bytes);
-        for (size_t i = 0; i < s->len; i++)
-                bytes[i] = pattern_byte(i);
+        uint8_t *bytes = pattern(s->len);
         s->rc = xftp_conn_write_all(&s->data, bytes, s->len, TIMEOUT_MS, NULL);
         free(bytes);
 }
 
 /* The data, then a socket that takes nothing for a while at the close: the close_notify
  * waits its turn and then goes whole. */
-static void send_then_close_when_full(struct server *s)
+static void send_then_close_when_full(struct side *s)
 {
         send_pattern(s);
         atomic_store(&short_sends_refused, 3);
 }
 
-static void test_close_notify_goes_whole_after_the_socket_was_full(void **state)
+/* xftp, the server, sends len bytes by act under TLS 1.3 and 1.2; the peer reads them and
+ * the close_notify (after every short send that was to be refused was). */
+static void xftp_sends_under_both_versions(side_act *act, size_t len)
 {
-        (void)state;
         int versions[] = {TLS1_3_VERSION, TLS1_2_VERSION};
         for (unsigned i = 0; i < 2; i++) {
-                struct server s;
+                struct side s;
                 struct peer p;
                 pthread_t thread;
-                open_both(&s, &p, &thread, versions[i], NULL, send_then_close_when_full, 100000);
-                peer_reads_all_then_close_notify(&p, 100000);
-                close_both(&s, &p, thread);
+                struct setup setup = {.max_version = versions[i]};
+                open_both(&s, &p, &thread, &setup, act, len);
+                peer_reads_all_then_close_notify(&p, len);
                 assert_int_equal(atomic_load(&short_sends_refused), 0);
+                close_both(&s, &p, thread);
         }
 }
 
+static void test_close_notify_goes_whole_after_the_socket_was_full(void **state)
+{
+        (void)state;
+        xftp_sends_under_both_versions(send_then_close_when_full, 100000);
+}
+
 /* Reads what the peer sends (a KeyUpdate among it), then answers with the pattern. */
-static void receive_then_send(struct server *s)
+static void receive_then_send(struct side *s)
 {
         uint8_t *bytes = malloc(s->len);
         size_t got = 0;
@@ -276,18 +338,15 @@ static void test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys(
 {
         (void)state;
         size_t len = 100000;
-        uint8_t *bytes = malloc(len);
-        assert_non_null(bytes);
-        for (size_t i = 0; i < len; i++)
-                bytes[i] = pattern_byte(i);
+        uint8_t *bytes = pattern(len);
         const char *suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                                 "TLS_CHACHA20_POLY1305_SHA256"};
         for (unsigned round = 0; round < 6; round++) {
-                struct server s;
+                struct side s;
                 struct peer p;
                 pthread_t thread;
-                open_both(&s, &p, &thread, TLS1_3_VERSION, suites[round % 3], receive_then_send,
-                          len);
+                struct setup setup = {.max_version = TLS1_3_VERSION, .suites = suites[round % 3]};
+                open_both(&s, &p, &thread, &setup, receive_then_send, len);
                 assert_string_equal(SSL_get_cipher_name(p.data), suites[round % 3]);
                 /* once, then twice: the next keys are derived from the last */
                 size_t part = len / (round / 3 + 2), sent = 0;
@@ -307,14 +366,12 @@ static void test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys(
 
 /* The pattern offered in pieces of SMALL_PIECE bytes, a record each: a send's worth of
  * them takes more room for headers and tags than a send of few large pieces. */
-static void send_pattern_in_small_pieces(struct server *s)
+static void send_pattern_in_small_pieces(struct side *s)
 {
         size_t pieces = s->len / SMALL_PIECE, done = 0;
-        uint8_t *bytes = malloc(s->len);
+        uint8_t *bytes = pattern(s->len);
         struct iovec *iov = calloc(pieces, sizeof(*iov));
-        assert_true(bytes && iov && s->len % SMALL_PIECE == 0);
-        for (size_t i = 0; i < s->len; i++)
-                bytes[i] = pattern_byte(i);
+        assert_true(iov && s->len % SMALL_PIECE == 0);
         for (size_t i = 0; i < pieces; i++)
                 iov[i] = (struct iovec){bytes + i * SMALL_PIECE, SMALL_PIECE};
         while (s->rc == 0 && done < s->len) {
@@ -335,16 +392,56 @@ static void send_pattern_in_small_pieces(struct server *s)
 static void test_many_small_pieces_in_one_send(void **state)
 {
         (void)state;
-        int versions[] = {TLS1_3_VERSION, TLS1_2_VERSION};
-        for (unsigned i = 0; i < 2; i++) {
-                struct server s;
+        xftp_sends_under_both_versions(send_pattern_in_small_pieces, 600 * SMALL_PIECE);
+}
+
+/* xftp as the client, whose records OpenSSL seals for suites tls_seal does not know (a
+ * TLS 1.2 server's CBC, MAC then encrypt, the most a record adds, and OpenSSL's
+ * multi-record writes where the CPU has them): kept from one SSL_write each, in order
+ * with OpenSSL's own messages, and its close_notify after them. */
+static void test_suites_openssl_seals_as_the_client(void **state)
+{
+        (void)state;
+        const char *ciphers[] = {"ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA384",
+                                 "ECDHE-ECDSA-AES128-SHA256"};
+        side_act *acts[] = {send_pattern_in_small_pieces, send_then_close_when_full};
+        for (unsigned i = 0; i < 6; i++) {
+                struct side s;
                 struct peer p;
                 pthread_t thread;
-                open_both(&s, &p, &thread, versions[i], NULL, send_pattern_in_small_pieces,
-                          600 * SMALL_PIECE);
+                struct setup setup = {.xftp_client = true,
+                                      .max_version = TLS1_2_VERSION,
+                                      .ciphers = ciphers[i % 3],
+                                      .sealed_by = "openssl"};
+                open_both(&s, &p, &thread, &setup, acts[i / 3], 600 * SMALL_PIECE);
+                assert_string_equal(SSL_get_cipher_name(p.data), ciphers[i % 3]);
                 peer_reads_all_then_close_notify(&p, 600 * SMALL_PIECE);
                 close_both(&s, &p, thread);
         }
+}
+
+/* xftp as the client, sealing: its records and KeyUpdate answers as the server's. */
+static void test_sealing_as_the_client(void **state)
+{
+        (void)state;
+        size_t len = 100000;
+        uint8_t *bytes = pattern(len);
+        int versions[] = {TLS1_3_VERSION, TLS1_2_VERSION};
+        for (unsigned i = 0; i < 2; i++) {
+                struct side s;
+                struct peer p;
+                pthread_t thread;
+                struct setup setup = {.xftp_client = true, .max_version = versions[i]};
+                open_both(&s, &p, &thread, &setup, receive_then_send, len);
+                assert_int_equal(SSL_write(p.data, bytes, (int)(len / 2)), (int)(len / 2));
+                if (versions[i] == TLS1_3_VERSION)
+                        assert_int_equal(SSL_key_update(p.data, SSL_KEY_UPDATE_REQUESTED), 1);
+                assert_int_equal(SSL_write(p.data, bytes + len / 2, (int)(len - len / 2)),
+                                 (int)(len - len / 2));
+                peer_reads_all_then_close_notify(&p, len);
+                close_both(&s, &p, thread);
+        }
+        free(bytes);
 }
 
 int main(void)
@@ -353,6 +450,8 @@ int main(void)
             cmocka_unit_test(test_close_notify_goes_whole_after_the_socket_was_full),
             cmocka_unit_test(test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys),
             cmocka_unit_test(test_many_small_pieces_in_one_send),
+            cmocka_unit_test(test_suites_openssl_seals_as_the_client),
+            cmocka_unit_test(test_sealing_as_the_client),
         };
         signal(SIGPIPE, SIG_IGN); /* a failing peer's alert to a closed socket */
         return cmocka_run_group_tests(tests, make_cert_files, remove_cert_files);
