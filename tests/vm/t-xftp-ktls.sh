@@ -3,7 +3,8 @@
 # xftp --tls get and put through xftpd --tls-required over loopback, one stream (a file
 # send goes by SSL_sendfile) and four; each must raise TlsTxSw in /proc/net/tls_stat (the
 # kernel made the records), xftp --json must say "ktls":true for the get, and the bytes
-# must come back whole. A TLS 1.2 put from curl raises TlsRxSw (kernel receive).
+# must come back whole; gets with TLS 1.3's AES-128-GCM and ChaCha20-Poly1305 must be
+# the kernel's too. A TLS 1.2 put from curl raises TlsRxSw (kernel receive).
 #   boot.sh t-xftp-ktls.sh [MIB]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,6 +47,21 @@ for streams in 1 4; do
 		ds_vm_die "get: --json says $(cat get.json)"
 	rm -f back
 	echo "ok: put and get over $streams stream(s) through kernel TLS (TlsTxSw $before -> $after_get), $(grep -o '"tls_version":"[^"]*","tls_cipher":"[^"]*"' get.json)"
+done
+# Each suite the kernel takes is seen as the kernel's: TLS 1.3's AES-128-GCM and
+# ChaCha20-Poly1305 too (their key structures are smaller than AES-256-GCM's, or as large).
+for suite in TLS_AES_128_GCM_SHA256 TLS_CHACHA20_POLY1305_SHA256; do
+	printf 'openssl_conf = conf\n[conf]\nssl_conf = ssl\n[ssl]\nsystem_default = suites\n[suites]\nCiphersuites = %s\n' \
+		"$suite" >"$suite.cnf"
+	OPENSSL_CONF=$PWD/$suite.cnf timeout 60 "$bin/xftp" --tls --cacert cert.pem --json get \
+		"$url/f1" back >get.json || ds_vm_die "get with $suite: $(tail -3 xftpd.log)"
+	cmp src back || ds_vm_die "get with $suite: the bytes differ"
+	if ! grep -q "\"tls_cipher\":\"$suite\"" get.json ||
+		! grep -q '"tls_sealed_by":"kernel"' get.json; then
+		ds_vm_die "get with $suite: --json says $(cat get.json)"
+	fi
+	rm -f back
+	echo "ok: a get with $suite through kernel TLS"
 done
 # TLS 1.2 (curl --tls-max 1.2): the kernel takes xftpd's receiving side too.
 rx_sw() { awk '$1 == "TlsRxSw" { print $2 }' /proc/net/tls_stat; }

@@ -825,15 +825,16 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
         return 0;
 }
 
-/* Whether the kernel holds this socket's sending keys, asked of the kernel. */
+/* Whether the kernel holds this socket's sending keys, asked of the kernel for the
+ * version and suite only: it gives the keys only to a buffer of exactly their suite's
+ * size and refuses any other (a buffer sized for AES-256-GCM took AES-128-GCM for no
+ * kernel TLS at all). */
 static bool kernel_sends(int fd)
 {
-        struct tls12_crypto_info_aes_gcm_256 info; /* the largest it may return */
+        struct tls_crypto_info info;
         socklen_t len = sizeof(info);
 
-        bool has = getsockopt(fd, SOL_TLS, TLS_TX, &info, &len) == 0;
-        OPENSSL_cleanse(&info, sizeof(info));
-        return has;
+        return getsockopt(fd, SOL_TLS, TLS_TX, &info, &len) == 0;
 }
 
 /* After a handshake: whether the kernel took the keys. Only the kernel's word moves the
