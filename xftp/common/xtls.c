@@ -442,6 +442,32 @@ static int make_records(struct tls_conn *t, const char *data, size_t len)
         return rc == -EAGAIN ? -EPROTO : rc;
 }
 
+/* A KeyUpdate the peer asked for must be answered before the next application data
+ * (RFC 8446 4.6.3); OpenSSL answers only at an SSL_write, which a sealed connection does
+ * not call. Sent here under the old keys, after which OpenSSL gives the next ones (see
+ * note_secret). Returns 0, -EAGAIN when its record waits for room in the socket (the
+ * next call finishes it), or a negative errno. */
+static int answer_key_update(struct tls_conn *t)
+{
+        short want = 0;
+        int rc = 0;
+
+        pthread_mutex_lock(&t->lock);
+        bool asked = SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE;
+        if (t->sealing && (asked || SSL_in_init(t->ssl))) {
+                if (!SSL_in_init(t->ssl) &&
+                    SSL_key_update(t->ssl, SSL_KEY_UPDATE_NOT_REQUESTED) != 1)
+                        rc = -EPROTO;
+                int ret = rc == 0 ? SSL_do_handshake(t->ssl) : 1;
+                if (ret != 1)
+                        rc = (int)ssl_outcome(t, ret, &want);
+                if (ret != 1 && rc == 0)
+                        rc = -EPIPE; /* the peer's close_notify */
+        }
+        pthread_mutex_unlock(&t->lock);
+        return rc;
+}
+
 /* Once the records made for the owed plaintext are all written, reports it sent; a call
  * that must wait returns -EAGAIN, and the retry, with the same bytes, finishes it. Before
  * new records are made, the tail of an OpenSSL message goes out first. Returns as sendv. */
@@ -464,6 +490,8 @@ static ssize_t records_sendv(struct xftp_conn *c, struct tls_conn *t, const stru
 
         if (t->owed == 0) {
                 int rc = send_out(c, t, start_ns);
+                if (rc == 0)
+                        rc = answer_key_update(t);
                 size_t taken = 0;
                 for (int i = 0; rc == 0 && i < cnt && taken < OUT_PLAIN; i++) {
                         size_t take =
@@ -649,6 +677,8 @@ static ssize_t tls_user_sendfile(struct xftp_conn *c, int file_fd, off_t *offset
 
         if (t->owed == 0) {
                 int rc = send_out(c, t, start_ns);
+                if (rc == 0)
+                        rc = answer_key_update(t);
                 if (rc == 0 &&
                     (!window->data || at < window->offset || at >= window->offset + window->len))
                         rc = xftp_filemap_at(window, file_fd, at);
