@@ -4,6 +4,7 @@
 #include "xtls.h"
 
 #include "filemap.h"
+#include "tls_open.h"
 #include "tls_seal.h"
 #include "xconn.h"
 
@@ -48,6 +49,16 @@ struct tls_conn {
          * kept from one SSL_write (gathering). The plaintext of a sendv or sendfile (owed)
          * counts as sent only once all its records are on the socket. */
         int fd; /* the socket, for the records BIO */
+        /* TLS 1.3 reading (opening, tls_open.h): the peer's traffic secret as the key log
+         * reported it, then the records read from the socket (in, from in_off) and the
+         * content of one that did not fit the caller's buffer (plain, from plain_off). */
+        uint8_t in_secret[EVP_MAX_MD_SIZE];
+        size_t in_secret_len;
+        struct xftp_tls_open open;
+        bool opening, in_eof;
+        int in_error; /* the error that ended reading, given to every later call */
+        uint8_t *in, *plain;
+        size_t in_len, in_off, plain_len, plain_off;
         struct xftp_tls_seal seal;
         bool sealing, gathering;
         uint8_t next_type; /* the record type of OpenSSL's next message to seal */
@@ -67,37 +78,53 @@ static const char *ssl_reason(char *buf, size_t len)
         return buf;
 }
 
-/* OpenSSL's key log line of a sending direction's next secret after a TLS 1.3 KeyUpdate
- * ("SERVER_TRAFFIC_SECRET_N <client random> <secret>", in hex). */
-#define SECRET_N_SERVER   "SERVER_TRAFFIC_SECRET_N "
-#define SECRET_N_CLIENT   "CLIENT_TRAFFIC_SECRET_N "
+/* OpenSSL's key log, of which nothing is logged: a data connection takes from it the TLS
+ * 1.3 traffic secrets OpenSSL hands over no other way.
+ * - The secret of the direction it reads (the peer's), to open the peer's records itself
+ *   (tls_open.h).
+ * - After a KeyUpdate it sent, the next secret of the direction it seals. OpenSSL 3.0
+ *   offers no keys then: it changes its own and goes on handing the records BIO
+ *   plaintext, which the sealer would seal under the old keys, and the peer would refuse
+ *   all that follows. The secret is logged after the KeyUpdate itself went under the old
+ *   keys; from it the sealer derives the next keys.
+ * A line is "LABEL <client random> <secret>", both in hex. */
 #define CLIENT_RANDOM_HEX 64
 
-/* OpenSSL 3.0 offers no keys after a KeyUpdate: it changes its own and goes on handing the
- * BIO plaintext, which the sealer would seal under the old keys, and the peer refuses all
- * that follows. It logs the new secret though, after the KeyUpdate itself went under the
- * old keys, and from the secret the sealer derives the next keys. */
-static void note_secret(const SSL *ssl, const char *line)
+/* The secret of a key log line that begins with label into secret: its length, or 0. */
+static size_t line_secret(const char *line, const char *label, uint8_t *secret, size_t room)
+{
+        size_t label_len = strlen(label), len = 0;
+
+        if (strncmp(line, label, label_len) != 0 ||
+            strlen(line) < label_len + CLIENT_RANDOM_HEX + 1 ||
+            line[label_len + CLIENT_RANDOM_HEX] != ' ' ||
+            OPENSSL_hexstr2buf_ex(secret, room, &len, line + label_len + CLIENT_RANDOM_HEX + 1,
+                                  '\0') != 1)
+                return 0;
+        return len;
+}
+
+static void keylog(const SSL *ssl, const char *line)
 {
         struct tls_conn *t = SSL_get_app_data(ssl);
-        const char *label = SSL_is_server(ssl) ? SECRET_N_SERVER : SECRET_N_CLIENT;
-        size_t label_len = strlen(label);
+        bool server = SSL_is_server(ssl);
+        const char *next = server ? "SERVER_TRAFFIC_SECRET_N " : "CLIENT_TRAFFIC_SECRET_N ";
         uint8_t secret[EVP_MAX_MD_SIZE];
-        size_t len = 0;
 
-        if (!t || !t->sealing || strncmp(line, label, label_len) != 0 ||
-            strlen(line) < label_len + CLIENT_RANDOM_HEX + 1)
+        if (!t || !t->out)
+                return; /* the control connection's records are OpenSSL's */
+        size_t len =
+            line_secret(line, server ? "CLIENT_TRAFFIC_SECRET_0 " : "SERVER_TRAFFIC_SECRET_0 ",
+                        t->in_secret, sizeof(t->in_secret));
+        if (len > 0) {
+                t->in_secret_len = len;
                 return;
-        const char *hex = line + label_len + CLIENT_RANDOM_HEX + 1;
-        for (; len < sizeof(secret); hex += 2) {
-                int high = OPENSSL_hexchar2int((unsigned char)hex[0]);
-                int low = high < 0 ? -1 : OPENSSL_hexchar2int((unsigned char)hex[1]);
-                if (low < 0)
-                        break;
-                secret[len++] = (uint8_t)(high << 4 | low);
         }
+        if (!t->sealing || strncmp(line, next, strlen(next)) != 0)
+                return;
+        len = line_secret(line, next, secret, sizeof(secret));
         const EVP_MD *md = SSL_CIPHER_get_handshake_digest(SSL_get_current_cipher(ssl));
-        if (hex[0] != '\0' || !md || (int)len != EVP_MD_get_size(md) ||
+        if (len == 0 || !md || (int)len != EVP_MD_get_size(md) ||
             xftp_tls_seal_next_keys(&t->seal, md, secret, len) < 0) {
                 xftp_tls_seal_free(&t->seal); /* nothing more is sealed, under any keys */
                 t->broken = true;
@@ -107,7 +134,7 @@ static void note_secret(const SSL *ssl, const char *line)
 
 static int ctx_common(SSL_CTX *ctx)
 {
-        SSL_CTX_set_keylog_callback(ctx, note_secret);
+        SSL_CTX_set_keylog_callback(ctx, keylog);
         SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
         /* The kernel takes the keys where it can (tls.ko); silently user space where not.
          * A peer that closes without close_notify ends the stream as a close does in the
@@ -544,12 +571,133 @@ static ssize_t tls_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, 
         return (ssize_t)total;
 }
 
+/* Records read by one read() at most, when the reader opens them itself. */
+#define IN_ROOM (256u << 10)
+
+/* Ends reading for good: every later call gets rc. */
+static ssize_t in_fail(struct tls_conn *t, int rc)
+{
+        t->in_error = rc;
+        t->broken = true; /* no close_notify after a record refused */
+        return rc;
+}
+
+/* Opens the next record in in, if it has all come: its data into dst when all of it
+ * fits in room, else into plain. Returns the bytes put in dst, 0 for none (another type
+ * of record, or the data in plain), -EAGAIN when no whole record is in, or a negative
+ * errno that ends reading. */
+static ssize_t open_next(struct tls_conn *t, uint8_t *dst, size_t room)
+{
+        size_t unread = t->in_len - t->in_off;
+        uint8_t *rec = t->in + t->in_off, type = 0;
+
+        if (unread < XFTP_TLS_HEADER)
+                return -EAGAIN;
+        ssize_t len = xftp_tls_record_len(rec);
+        if (len < 0)
+                return in_fail(t, (int)len);
+        if ((size_t)len > unread)
+                return -EAGAIN;
+        uint8_t *out = room >= (size_t)len - XFTP_TLS_HEADER - XFTP_TLS_TAG ? dst : t->plain;
+        ssize_t n = xftp_tls_open(&t->open, rec, (size_t)len, out, &type);
+        t->in_off += (size_t)len;
+        if (n < 0)
+                return in_fail(t, (int)n);
+        if (type == XFTP_TLS_APPLICATION && out == dst)
+                return n;
+        if (type == XFTP_TLS_APPLICATION) {
+                t->plain_off = 0;
+                t->plain_len = (size_t)n;
+        } else if (type == XFTP_TLS_HANDSHAKE) {
+                if (xftp_tls_open_handshake(&t->open, out, (size_t)n) < 0)
+                        return in_fail(t, -EPROTO);
+        } else if (type == XFTP_TLS_ALERT && n == 2 && out[1] == 0) {
+                t->in_eof = true; /* close_notify */
+        } else {
+                return in_fail(t, -EPROTO); /* an alert of an error, or no known type */
+        }
+        return 0;
+}
+
+/* Reads what the socket holds into in, without waiting: the bytes read, 0 at the peer's
+ * close, or a negative errno. Called when in holds no whole record, so that what is
+ * moved to make room is part of one record at most. */
+static ssize_t fill_in(struct tls_conn *t, int fd)
+{
+        if (IN_ROOM - t->in_len < XFTP_TLS_RECORD_MAX) {
+                memmove(t->in, t->in + t->in_off, t->in_len - t->in_off);
+                t->in_len -= t->in_off;
+                t->in_off = 0;
+        }
+        for (;;) {
+                ssize_t n = recv(fd, t->in + t->in_len, IN_ROOM - t->in_len, MSG_DONTWAIT);
+                if (n > 0)
+                        t->in_len += (size_t)n;
+                if (n >= 0 || errno != EINTR)
+                        return n >= 0 ? n : -errno;
+        }
+}
+
+/* tls_recv where the records are opened here: many read by one read(), each opened
+ * straight into buf when it fits. */
+static ssize_t open_recv(struct xftp_conn *c, struct tls_conn *t, void *buf, size_t len, int flags)
+{
+        uint64_t start_ns = ds_now_ns();
+        uint8_t *dst = buf;
+        size_t got = 0;
+
+        pthread_mutex_lock(&t->lock);
+        while (got < len) {
+                if (t->plain_off < t->plain_len) {
+                        size_t take = t->plain_len - t->plain_off;
+                        take = take < len - got ? take : len - got;
+                        memcpy(dst + got, t->plain + t->plain_off, take);
+                        t->plain_off += take;
+                        got += take;
+                        continue;
+                }
+                if (t->in_error || t->in_eof)
+                        break;
+                ssize_t n = open_next(t, dst + got, len - got);
+                if (n >= 0) {
+                        got += (size_t)n;
+                        continue;
+                }
+                if (n != -EAGAIN || (got > 0 && !(flags & MSG_WAITALL)))
+                        break;
+                n = fill_in(t, c->fd);
+                if (n == 0 && t->in_off < t->in_len)
+                        in_fail(t, -EPIPE); /* the peer closed inside a record */
+                else if (n == 0)
+                        t->in_eof = true; /* without close_notify: as a close in the clear */
+                else if (n < 0 && n != -EAGAIN)
+                        in_fail(t, (int)n);
+                if (n != -EAGAIN)
+                        continue;
+                if (flags & MSG_DONTWAIT)
+                        break;
+                pthread_mutex_unlock(&t->lock);
+                bool ready = wait_slice(c->fd, POLLIN, start_ns);
+                pthread_mutex_lock(&t->lock);
+                if (!ready)
+                        break;
+        }
+        int error = t->in_error;
+        bool eof = t->in_eof;
+        pthread_mutex_unlock(&t->lock);
+        if (got > 0)
+                return (ssize_t)got;
+        return error ? error : eof ? 0 : -EAGAIN;
+}
+
 static ssize_t tls_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
 {
         struct tls_conn *t = c->impl;
         uint64_t start_ns = ds_now_ns();
         size_t got = 0;
 
+        if (t->opening)
+                return open_recv(c, t, buf, len, flags);
         while (got < len) {
                 size_t n = 0;
                 short want = 0;
@@ -577,11 +725,22 @@ static ssize_t tls_recv(struct xftp_conn *c, void *buf, size_t len, int flags)
 static size_t tls_pending(struct xftp_conn *c)
 {
         struct tls_conn *t = c->impl;
+        size_t held = 0;
 
         pthread_mutex_lock(&t->lock);
-        int n = SSL_pending(t->ssl);
+        if (t->opening) {
+                /* Data opened, and a whole record to open (a part waits for the socket). */
+                size_t unread = t->in_len - t->in_off;
+                ssize_t whole =
+                    unread >= XFTP_TLS_HEADER ? xftp_tls_record_len(t->in + t->in_off) : 0;
+                held = t->plain_len - t->plain_off +
+                       (whole < 0 || (whole > 0 && (size_t)whole <= unread) ? unread : 0);
+        } else {
+                int n = SSL_pending(t->ssl);
+                held = n > 0 ? (size_t)n : 0;
+        }
         pthread_mutex_unlock(&t->lock);
-        return n > 0 ? (size_t)n : 0;
+        return held;
 }
 
 /* Kernel TLS: the kernel encrypts what sendfile() hands it, page-cache pages straight to
@@ -709,6 +868,10 @@ static void tls_conn_free(struct tls_conn *t)
 {
         xftp_filemap_release(&t->window);
         xftp_tls_seal_free(&t->seal);
+        xftp_tls_open_free(&t->open);
+        OPENSSL_cleanse(t->in_secret, sizeof(t->in_secret));
+        free(t->in);
+        free(t->plain);
         free(t->out);
         SSL_free(t->ssl);
         pthread_mutex_destroy(&t->lock);
@@ -815,15 +978,7 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
-        SSL_set_app_data(t->ssl, t); /* for note_secret */
-        /* A data connection reads ahead into OpenSSL's buffer of one record: a read()
-         * brings a record and the next one's start, where record by record took two per
-         * 16 KiB (header, then body). A larger buffer cost more than it saved: before
-         * each record OpenSSL moves what it holds to the buffer's start, and with 256 KiB
-         * that was a fifth of a TLS get's client CPU. Not the control connection, whose
-         * waits poll() the socket and would not see records read ahead. */
-        if (resume)
-                SSL_set_read_ahead(t->ssl, 1);
+        SSL_set_app_data(t->ssl, t); /* for keylog */
         int rc = 0;
         if (server) {
                 SSL_set_accept_state(t->ssl);
@@ -867,6 +1022,30 @@ static bool kernel_sends(int fd)
         return getsockopt(fd, SOL_TLS, TLS_TX, &info, &len) == 0;
 }
 
+/* Reading: a data connection of TLS 1.3 opens its records itself (tls_open.h), unless
+ * OpenSSL already holds bytes past the handshake (it read none ahead: the handshake ran
+ * without read-ahead). Else OpenSSL reads ahead into its buffer of one record: a read()
+ * brings a record and the next one's start, where record by record took two per 16 KiB
+ * (header, then body). A larger buffer cost more than it saved: before each record
+ * OpenSSL moves what it holds to the buffer's start, and with 256 KiB that was a fifth of
+ * a TLS get's client CPU. Not the control connection, whose waits poll() the socket and
+ * would not see records read ahead. */
+static void choose_reader(struct tls_conn *t)
+{
+        const SSL_CIPHER *cipher = SSL_get_current_cipher(t->ssl);
+
+        if (SSL_version(t->ssl) == TLS1_3_VERSION && t->in_secret_len && cipher &&
+            !SSL_has_pending(t->ssl) && (t->in = malloc(IN_ROOM)) &&
+            (t->plain = malloc(XFTP_TLS_RECORD_MAX)) &&
+            xftp_tls_open_init(&t->open, SSL_CIPHER_get_cipher_nid(cipher),
+                               SSL_CIPHER_get_handshake_digest(cipher), t->in_secret,
+                               t->in_secret_len) == 0)
+                t->opening = true;
+        else
+                SSL_set_read_ahead(t->ssl, 1);
+        OPENSSL_cleanse(t->in_secret, sizeof(t->in_secret));
+}
+
 /* After a handshake: whether the kernel took the keys. Only the kernel's word moves the
  * connection to SSL_sendfile, which writes to the socket as it is: with keys sealed here,
  * that would be plaintext. */
@@ -876,6 +1055,8 @@ static void note_kernel(struct xftp_conn *c)
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
         }
+        if (((struct tls_conn *)c->impl)->out)
+                choose_reader(c->impl);
 }
 
 /* One step of conns[i]'s handshake: 1 done, 0 waiting for *want, or a negative errno. */

@@ -1,9 +1,14 @@
-/* TLS records sealed in user space (xftp/common/tls_seal.h), opened by OpenSSL: a server
- * with SSL_OP_ENABLE_KTLS hands its sending keys to a BIO that seals with them, as a
- * socket's under kernel TLS would take them, and a plain OpenSSL client must read every
- * record, its own messages (close_notify) and the data sealed straight, for each suite
- * and version the sealer takes; a record changed in flight must be refused, and offers
- * it does not know refused at once. */
+/* TLS records made and read in user space, each side checked against OpenSSL.
+ *
+ * Sealed (xftp/common/tls_seal.h): a server with SSL_OP_ENABLE_KTLS hands its sending
+ * keys to a BIO that seals with them, as a socket's under kernel TLS would take them, and
+ * a plain OpenSSL client must read every record, its own messages (close_notify) and the
+ * data sealed straight, for each suite and version the sealer takes; a record changed in
+ * flight must be refused, and offers it does not know refused at once.
+ *
+ * Opened (xftp/common/tls_open.h): what a plain OpenSSL server sends under TLS 1.3, with
+ * tickets, padding, key updates and close_notify, must read back whole with the client's
+ * traffic secret from the key log; records changed, lost or malformed must be refused. */
 #include <errno.h>
 #include <linux/tls.h>
 #include <setjmp.h>
@@ -17,10 +22,12 @@
 #include <cmocka.h>
 
 #include <openssl/err.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "tls_open.h"
 #include "tls_seal.h"
 
 /* OpenSSL 3's controls for a BIO under kernel TLS (its internal bio.h). */
@@ -105,9 +112,31 @@ static void make_cert(X509 **cert, EVP_PKEY **key)
         assert_true(X509_sign(*cert, *key, EVP_sha256()) > 0);
 }
 
-/* A handshake of the given version and suite over a BIO pair; the server's sending keys
- * go to the sealer. */
-static void pair_open(struct pair *p, int version, const char *suite)
+/* The client's key log: the server's traffic secret, which reads what it sends. */
+static uint8_t server_secret[EVP_MAX_MD_SIZE];
+static size_t server_secret_len;
+
+static void keylog(const SSL *ssl, const char *line)
+{
+        const char *label = "SERVER_TRAFFIC_SECRET_0 ";
+        long len = 0;
+
+        (void)ssl;
+        if (strncmp(line, label, strlen(label)) != 0)
+                return;
+        const char *hex = strchr(line + strlen(label), ' ');
+        assert_non_null(hex);
+        unsigned char *bytes = OPENSSL_hexstr2buf(hex + 1, &len);
+        assert_non_null(bytes);
+        assert_true(len > 0 && (size_t)len <= sizeof(server_secret));
+        memcpy(server_secret, bytes, (size_t)len);
+        server_secret_len = (size_t)len;
+        OPENSSL_free(bytes);
+}
+
+/* A handshake of the given version and suite over a BIO pair; with seal, the server's
+ * sending keys go to the sealer, else OpenSSL seals. */
+static void pair_open(struct pair *p, int version, const char *suite, bool seal)
 {
         X509 *cert;
         EVP_PKEY *key;
@@ -123,8 +152,11 @@ static void pair_open(struct pair *p, int version, const char *suite)
         assert_int_equal(SSL_CTX_use_PrivateKey(p->server_ctx, key), 1);
         X509_free(cert);
         EVP_PKEY_free(key);
-        SSL_CTX_set_options(p->server_ctx, SSL_OP_ENABLE_KTLS);
-        SSL_CTX_set_num_tickets(p->server_ctx, 0);
+        if (seal)
+                SSL_CTX_set_options(p->server_ctx, SSL_OP_ENABLE_KTLS);
+        SSL_CTX_set_num_tickets(p->server_ctx, seal ? 0 : 2);
+        SSL_CTX_set_keylog_callback(p->client_ctx, keylog);
+        server_secret_len = 0;
         SSL_CTX *both[] = {p->server_ctx, p->client_ctx};
         for (int i = 0; i < 2; i++) {
                 SSL_CTX_set_min_proto_version(both[i], version);
@@ -163,7 +195,7 @@ static void pair_open(struct pair *p, int version, const char *suite)
                         done |= 2;
         }
         assert_int_equal(done, 3);
-        assert_true(p->sealer.sealing); /* the sealer took the keys */
+        assert_int_equal(p->sealer.sealing, seal); /* the sealer took the keys, if offered */
 }
 
 static void pair_close(struct pair *p)
@@ -238,7 +270,7 @@ static void one_suite(void **state)
         struct pair p;
         size_t sizes[] = {1, 16383, 16384, 16385, 256u << 10, 100000};
 
-        pair_open(&p, suite->version, suite->name);
+        pair_open(&p, suite->version, suite->name, true);
         assert_string_equal(SSL_get_cipher_name(p.client), suite->name);
         /* OpenSSL's own writes, sealed by the BIO. */
         uint8_t *plain = pattern(70000, 3);
@@ -273,7 +305,7 @@ static void changed_record_refused(void **state)
                         uint8_t *plain = pattern(1000, 9), out[1100], got[1000];
                         size_t n = 0;
 
-                        pair_open(&p, aes256[v]->version, aes256[v]->name);
+                        pair_open(&p, aes256[v]->version, aes256[v]->name, true);
                         ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, plain, 1000, out);
                         assert_true(made > 0);
                         if (shorter) {
@@ -325,6 +357,183 @@ static void offers_refused(void **state)
         xftp_tls_seal_free(&s); /* safe after a refusal */
 }
 
+/* The client's end, read as it stands: the records the server sent, whole. */
+struct reader {
+        struct xftp_tls_open open;
+        uint8_t raw[1 << 20];
+        size_t raw_len, at;
+        bool closed; /* close_notify came */
+};
+
+static void reader_start(struct reader *r, struct pair *p)
+{
+        const SSL_CIPHER *cipher = SSL_get_current_cipher(p->client);
+
+        memset(r, 0, sizeof(*r));
+        assert_true(server_secret_len > 0);
+        assert_int_equal(xftp_tls_open_init(&r->open, SSL_CIPHER_get_cipher_nid(cipher),
+                                            SSL_CIPHER_get_handshake_digest(cipher), server_secret,
+                                            server_secret_len),
+                         0);
+}
+
+/* Takes what the server sent since; opens every whole record, the data into out. Returns
+ * the data's length, or the first error. */
+static ssize_t reader_take(struct reader *r, struct pair *p, uint8_t *out)
+{
+        BIO *client_end = SSL_get_rbio(p->client);
+        ssize_t got = 0;
+        int n;
+
+        while ((n = BIO_read(client_end, r->raw + r->raw_len, (int)(sizeof(r->raw) - r->raw_len))) >
+               0)
+                r->raw_len += (size_t)n;
+        while (r->raw_len - r->at >= XFTP_TLS_HEADER) {
+                ssize_t len = xftp_tls_record_len(r->raw + r->at);
+                if (len < 0)
+                        return len;
+                assert_true(r->raw_len - r->at >= (size_t)len);
+                uint8_t content[XFTP_TLS_RECORD_MAX], type = 0;
+                ssize_t c = xftp_tls_open(&r->open, r->raw + r->at, (size_t)len, content, &type);
+                r->at += (size_t)len;
+                if (c < 0)
+                        return c;
+                if (type == XFTP_TLS_APPLICATION) {
+                        memcpy(out + got, content, (size_t)c);
+                        got += c;
+                } else if (type == XFTP_TLS_HANDSHAKE) {
+                        int rc = xftp_tls_open_handshake(&r->open, content, (size_t)c);
+                        if (rc < 0)
+                                return rc;
+                } else {
+                        assert_int_equal(type, XFTP_TLS_ALERT);
+                        assert_int_equal(c, 2);
+                        assert_int_equal(content[1], 0); /* close_notify */
+                        r->closed = true;
+                }
+        }
+        return got;
+}
+
+/* The server writes len bytes; they must read back whole. */
+static void server_sends(struct reader *r, struct pair *p, size_t len, unsigned seed)
+{
+        uint8_t *plain = pattern(len, seed), *got = malloc(len + 1);
+        size_t written = 0;
+
+        assert_non_null(got);
+        assert_int_equal(SSL_write_ex(p->server, plain, len, &written), 1);
+        assert_int_equal(written, len);
+        assert_int_equal(reader_take(r, p, got), (ssize_t)len);
+        assert_memory_equal(got, plain, len);
+        free(got);
+        free(plain);
+}
+
+/* Each TLS 1.3 suite: data of every size after the tickets, padded records, key updates
+ * (asked for an answer or not), then close_notify. */
+static void opens_suite(void **state)
+{
+        const struct suite *suite = *state;
+        struct pair p;
+        struct reader *r = malloc(sizeof(*r));
+
+        assert_non_null(r);
+        pair_open(&p, suite->version, suite->name, false);
+        reader_start(r, &p);
+        server_sends(r, &p, 1, 1); /* the two tickets come first */
+        server_sends(r, &p, 16384, 2);
+        server_sends(r, &p, 100000, 3);
+        SSL_set_block_padding(p.server, 512);
+        server_sends(r, &p, 1000, 4);
+        SSL_set_block_padding(p.server, 1);
+        assert_int_equal(SSL_key_update(p.server, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+        server_sends(r, &p, 5000, 5);
+        assert_int_equal(SSL_key_update(p.server, SSL_KEY_UPDATE_REQUESTED), 1);
+        server_sends(r, &p, 70000, 6);
+        assert_true(SSL_shutdown(p.server) >= 0);
+        uint8_t none[1];
+        assert_int_equal(reader_take(r, &p, none), 0);
+        assert_true(r->closed);
+        xftp_tls_open_free(&r->open);
+        free(r);
+        pair_close(&p);
+}
+
+/* A record changed in flight, one lost, one out of TLS 1.3's bounds, or data amid a
+ * handshake message is refused. */
+static void opens_nothing_forged(void **state)
+{
+        struct pair p;
+        struct reader *r = malloc(sizeof(*r));
+        uint8_t *out = malloc(1 << 20);
+
+        (void)state;
+        assert_non_null(r);
+        assert_non_null(out);
+        for (int how = 0; how < 5; how++) {
+                pair_open(&p, TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", false);
+                reader_start(r, &p);
+                server_sends(r, &p, 10, 1); /* past the tickets */
+                uint8_t *plain = pattern(40000, 7);
+                size_t written = 0;
+                assert_int_equal(SSL_write_ex(p.server, plain, 40000, &written), 1);
+                int n = BIO_read(SSL_get_rbio(p.client), r->raw + r->raw_len, 1 << 19);
+                assert_true(n > 16384 + 22);
+                uint8_t *first = r->raw + r->raw_len;
+                size_t first_len = (size_t)xftp_tls_record_len(first);
+                if (how == 0)
+                        first[100] ^= 0x01; /* a bit of its ciphertext */
+                else if (how == 1)
+                        memmove(first, first + first_len, (size_t)n - first_len),
+                            n -= (int)first_len;
+                else if (how == 2)
+                        first[0] = XFTP_TLS_HANDSHAKE; /* an outer type TLS 1.3 has not here */
+                else if (how == 3)
+                        first[3] = 0x48; /* longer than any record may be */
+                else
+                        r->open.head_len = 1; /* data inside a handshake message begun */
+                r->raw_len += (size_t)n;
+                assert_int_equal(reader_take(r, &p, out), how < 2 ? -EBADMSG : -EPROTO);
+                free(plain);
+                xftp_tls_open_free(&r->open);
+                pair_close(&p);
+        }
+        free(out);
+        free(r);
+}
+
+/* Handshake messages after the handshake: only tickets and a KeyUpdate ending its record;
+ * nothing else in between a message's parts. */
+static void opens_only_known_messages(void **state)
+{
+        static const uint8_t secret[32] = {1};
+        struct xftp_tls_open o;
+        const uint8_t client_hello[] = {1, 0, 0, 1, 0};
+        const uint8_t update_not_last[] = {24, 0, 0, 1, 0, 4};
+        const uint8_t update_long[] = {24, 0, 0, 2, 0, 0};
+        const uint8_t ticket_head[] = {4, 0, 1, 0}; /* 256 bytes to follow */
+
+        (void)state;
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha256(), secret, 32), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, client_hello, sizeof(client_hello)), -EPROTO);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not_last, sizeof(update_not_last)),
+                         -EPROTO);
+        xftp_tls_open_free(&o);
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha256(), secret, 32), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_long, sizeof(update_long)), -EPROTO);
+        assert_int_equal(xftp_tls_open_handshake(&o, ticket_head, 0), -EPROTO); /* empty */
+        assert_int_equal(xftp_tls_open_handshake(&o, ticket_head, sizeof(ticket_head)), 0);
+        assert_int_equal(o.skip, 256);
+        xftp_tls_open_free(&o);
+        /* Suites and secrets it does not take. */
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_ccm, EVP_sha256(), secret, 32),
+                         -ENOTSUP);
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha384(), secret, 32),
+                         -ENOTSUP);
+        xftp_tls_open_free(&o);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -336,6 +545,11 @@ int main(void)
             cmocka_unit_test_prestate(one_suite, (void *)&suites[5]),
             cmocka_unit_test(changed_record_refused),
             cmocka_unit_test(offers_refused),
+            cmocka_unit_test_prestate(opens_suite, (void *)&suites[0]),
+            cmocka_unit_test_prestate(opens_suite, (void *)&suites[1]),
+            cmocka_unit_test_prestate(opens_suite, (void *)&suites[2]),
+            cmocka_unit_test(opens_nothing_forged),
+            cmocka_unit_test(opens_only_known_messages),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
