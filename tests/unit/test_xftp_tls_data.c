@@ -371,7 +371,8 @@ static void test_key_update_asked_by_the_peer_moves_the_sealer_to_the_next_keys(
                 assert_int_equal(SSL_write(p.data, bytes + sent, (int)(len - sent)),
                                  (int)(len - sent));
                 peer_reads_all_then_close_notify(&p, len);
-                assert_int_equal(atomic_load(&updates_seen), round / 3 + 1);
+                /* one answer however many came while it was silent (RFC 8446 4.6.3) */
+                assert_int_equal(atomic_load(&updates_seen), 1);
                 close_both(&s, &p, thread);
         }
         free(bytes);

@@ -362,7 +362,8 @@ struct reader {
         struct xftp_tls_open open;
         uint8_t raw[1 << 20];
         size_t raw_len, at;
-        bool closed; /* close_notify came */
+        bool closed;    /* close_notify came */
+        unsigned asked; /* KeyUpdates that asked for the reader's */
 };
 
 static void reader_start(struct reader *r, struct pair *p)
@@ -405,6 +406,7 @@ static ssize_t reader_take(struct reader *r, struct pair *p, uint8_t *out)
                         int rc = xftp_tls_open_handshake(&r->open, content, (size_t)c);
                         if (rc < 0)
                                 return rc;
+                        r->asked += rc == XFTP_TLS_UPDATE_ASKED;
                 } else {
                         assert_int_equal(type, XFTP_TLS_ALERT);
                         assert_int_equal(c, 2);
@@ -449,8 +451,10 @@ static void opens_suite(void **state)
         SSL_set_block_padding(p.server, 1);
         assert_int_equal(SSL_key_update(p.server, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
         server_sends(r, &p, 5000, 5);
+        assert_int_equal(r->asked, 0);
         assert_int_equal(SSL_key_update(p.server, SSL_KEY_UPDATE_REQUESTED), 1);
         server_sends(r, &p, 70000, 6);
+        assert_int_equal(r->asked, 1);
         assert_true(SSL_shutdown(p.server) >= 0);
         uint8_t none[1];
         assert_int_equal(reader_take(r, &p, none), 0);

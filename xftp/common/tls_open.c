@@ -1,42 +1,16 @@
 /* TLS 1.3 records opened in user space (tls_open.h). */
 #include "tls_open.h"
 
+#include "tls_keys.h"
+
 #include <errno.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 
 #define TYPE_NEW_SESSION_TICKET 4u
 #define TYPE_KEY_UPDATE         24u
-
-/* HKDF-Expand-Label(secret, label, "", len) of RFC 8446 7.1, for len no longer than the
- * hash: one HMAC block. */
-static int expand_label(const struct xftp_tls_open *o, const char *label, uint8_t *out,
-                        size_t len)
-{
-        uint8_t info[2 + 1 + 6 + 16 + 1 + 1], block[EVP_MAX_MD_SIZE];
-        size_t label_len = strlen(label), at = 0;
-        unsigned block_len = 0;
-
-        if (label_len > 16 || len > (size_t)EVP_MD_get_size(o->md))
-                return -EINVAL;
-        info[at++] = (uint8_t)(len >> 8);
-        info[at++] = (uint8_t)len;
-        info[at++] = (uint8_t)(6 + label_len);
-        memcpy(info + at, "tls13 ", 6);
-        memcpy(info + at + 6, label, label_len);
-        at += 6 + label_len;
-        info[at++] = 0; /* no context */
-        info[at++] = 1; /* T(1) */
-        if (!HMAC(o->md, o->secret, (int)o->secret_len, info, at, block, &block_len) ||
-            block_len < len)
-                return -EPROTO;
-        memcpy(out, block, len);
-        OPENSSL_cleanse(block, sizeof(block));
-        return 0;
-}
 
 /* The key and IV of the current secret, from sequence 0. */
 static int derive(struct xftp_tls_open *o)
@@ -46,9 +20,8 @@ static int derive(struct xftp_tls_open *o)
         int rc = key_len <= (int)sizeof(key) ? 0 : -EINVAL;
 
         if (rc == 0)
-                rc = expand_label(o, "key", key, (size_t)key_len);
-        if (rc == 0)
-                rc = expand_label(o, "iv", o->iv, sizeof(o->iv));
+                rc = xftp_tls13_traffic_keys(o->md, o->secret, o->secret_len, key, (size_t)key_len,
+                                             o->iv);
         if (rc == 0 && EVP_DecryptInit_ex(o->ctx, o->cipher, NULL, key, NULL) != 1)
                 rc = -EPROTO;
         OPENSSL_cleanse(key, sizeof(key));
@@ -140,7 +113,7 @@ ssize_t xftp_tls_open(struct xftp_tls_open *o, const uint8_t *rec, size_t rec_le
 static int key_update(struct xftp_tls_open *o)
 {
         uint8_t next[EVP_MAX_MD_SIZE];
-        int rc = expand_label(o, "traffic upd", next, o->secret_len);
+        int rc = xftp_tls13_next_secret(o->md, o->secret, o->secret_len, next);
 
         if (rc == 0) {
                 memcpy(o->secret, next, o->secret_len);
@@ -172,9 +145,8 @@ int xftp_tls_open_handshake(struct xftp_tls_open *o, const uint8_t *content, siz
                         o->skip = body;
                 } else if (o->head[0] == TYPE_KEY_UPDATE && body == 1 && len - at == 1 &&
                            content[at] <= 1) {
-                        /* Its request for ours asks nothing of a reader that sends no data
-                         * (RFC 8446 4.6.3: before its next application data). */
-                        return key_update(o);
+                        int rc = key_update(o);
+                        return rc < 0 ? rc : content[at] ? XFTP_TLS_UPDATE_ASKED : 0;
                 } else {
                         return -EPROTO;
                 }

@@ -20,14 +20,14 @@
 
 #include <openssl/evp.h>
 
-#define XFTP_TLS_HEADER         5u
-#define XFTP_TLS_TAG            16u
+#define XFTP_TLS_HEADER 5u
+#define XFTP_TLS_TAG    16u
 /* The longest record TLS 1.3 allows: 2^14 of plaintext and 256 of type, padding, tag. */
-#define XFTP_TLS_RECORD_MAX     (XFTP_TLS_HEADER + 16384u + 256u)
+#define XFTP_TLS_RECORD_MAX (XFTP_TLS_HEADER + 16384u + 256u)
 /* Record types. */
-#define XFTP_TLS_ALERT          21u
-#define XFTP_TLS_HANDSHAKE      22u
-#define XFTP_TLS_APPLICATION    23u
+#define XFTP_TLS_ALERT       21u
+#define XFTP_TLS_HANDSHAKE   22u
+#define XFTP_TLS_APPLICATION 23u
 
 struct xftp_tls_open {
         EVP_CIPHER_CTX *ctx;
@@ -67,8 +67,10 @@ ssize_t xftp_tls_open(struct xftp_tls_open *o, const uint8_t *rec, size_t rec_le
                       uint8_t *type);
 
 /* Takes the content of a handshake record: tickets passed over; a KeyUpdate, which must
- * end its record, moves to the next keys. Returns 0, or -EPROTO for any other message or
- * one malformed. */
+ * end its record, moves to the next keys. Returns 0, XFTP_TLS_UPDATE_ASKED when that
+ * KeyUpdate asks for one of ours before our next data (RFC 8446 4.6.3), or -EPROTO for
+ * any other message or one malformed. */
+#define XFTP_TLS_UPDATE_ASKED 1
 int xftp_tls_open_handshake(struct xftp_tls_open *o, const uint8_t *content, size_t len);
 
 #endif

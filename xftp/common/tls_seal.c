@@ -1,13 +1,13 @@
 /* TLS records sealed in user space (tls_seal.h). */
 #include "tls_seal.h"
 
+#include "tls_keys.h"
+
 #include <errno.h>
 #include <linux/tls.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/kdf.h>
 
 #define TAG_LEN          16u
 #define EXPLICIT_LEN     8u
@@ -103,38 +103,6 @@ int xftp_tls_seal_init(struct xftp_tls_seal *s, const void *crypto_info)
         return 0;
 }
 
-/* HKDF-Expand-Label(secret, label, "", len) of RFC 8446 7.1. */
-static int expand_label(const EVP_MD *md, const uint8_t *secret, size_t secret_len,
-                        const char *label, uint8_t *out, size_t len)
-{
-        uint8_t info[2 + 1 + 6 + 16 + 1];
-        size_t label_len = strlen(label), info_len = 0;
-        int ok = 0;
-
-        info[info_len++] = (uint8_t)(len >> 8);
-        info[info_len++] = (uint8_t)len;
-        info[info_len++] = (uint8_t)(6 + label_len);
-        memcpy(info + info_len, "tls13 ", 6);
-        memcpy(info + info_len + 6, label, label_len);
-        info_len += 6 + label_len;
-        info[info_len++] = 0; /* no context */
-        EVP_KDF *kdf = EVP_KDF_fetch(NULL, OSSL_KDF_NAME_HKDF, NULL);
-        EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
-        int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_int(OSSL_KDF_PARAM_MODE, &mode),
-            OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)EVP_MD_get0_name(md), 0),
-            OSSL_PARAM_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, secret_len),
-            OSSL_PARAM_octet_string(OSSL_KDF_PARAM_INFO, info, info_len),
-            OSSL_PARAM_END,
-        };
-        if (kctx)
-                ok = EVP_KDF_derive(kctx, out, len, params) == 1;
-        EVP_KDF_CTX_free(kctx);
-        EVP_KDF_free(kdf);
-        return ok ? 0 : -EPROTO;
-}
-
 int xftp_tls_seal_next_keys(struct xftp_tls_seal *s, const EVP_MD *md, const uint8_t *secret,
                             size_t secret_len)
 {
@@ -145,9 +113,7 @@ int xftp_tls_seal_next_keys(struct xftp_tls_seal *s, const EVP_MD *md, const uin
         int key_len = EVP_CIPHER_CTX_get_key_length(s->ctx);
         int rc = key_len > 0 && (size_t)key_len <= sizeof(key) ? 0 : -EPROTO;
         if (rc == 0)
-                rc = expand_label(md, secret, secret_len, "key", key, (size_t)key_len);
-        if (rc == 0)
-                rc = expand_label(md, secret, secret_len, "iv", s->iv, sizeof(s->iv));
+                rc = xftp_tls13_traffic_keys(md, secret, secret_len, key, (size_t)key_len, s->iv);
         if (rc == 0 && EVP_EncryptInit_ex(s->ctx, NULL, NULL, key, NULL) != 1)
                 rc = -EPROTO;
         OPENSSL_cleanse(key, sizeof(key));

@@ -56,7 +56,8 @@ struct tls_conn {
         size_t in_secret_len;
         struct xftp_tls_open open;
         bool opening, in_eof;
-        int in_error; /* the error that ended reading, given to every later call */
+        bool update_asked; /* the peer's KeyUpdate, opened here, asked for ours */
+        int in_error;      /* the error that ended reading, given to every later call */
         uint8_t *in, *plain;
         size_t in_len, in_off, plain_len, plain_off;
         struct xftp_tls_seal seal;
@@ -480,7 +481,7 @@ static int answer_key_update(struct tls_conn *t)
         int rc = 0;
 
         pthread_mutex_lock(&t->lock);
-        bool asked = SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE;
+        bool asked = SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE || t->update_asked;
         if (t->sealing && (asked || SSL_in_init(t->ssl))) {
                 if (!SSL_in_init(t->ssl) &&
                     SSL_key_update(t->ssl, SSL_KEY_UPDATE_NOT_REQUESTED) != 1)
@@ -490,6 +491,8 @@ static int answer_key_update(struct tls_conn *t)
                         rc = (int)ssl_outcome(t, ret, &want);
                 if (ret != 1 && rc == 0)
                         rc = -EPIPE; /* the peer's close_notify */
+                if (rc == 0)
+                        t->update_asked = false;
         }
         pthread_mutex_unlock(&t->lock);
         return rc;
@@ -609,8 +612,10 @@ static ssize_t open_next(struct tls_conn *t, uint8_t *dst, size_t room)
                 t->plain_off = 0;
                 t->plain_len = (size_t)n;
         } else if (type == XFTP_TLS_HANDSHAKE) {
-                if (xftp_tls_open_handshake(&t->open, out, (size_t)n) < 0)
+                int taken = xftp_tls_open_handshake(&t->open, out, (size_t)n);
+                if (taken < 0)
                         return in_fail(t, -EPROTO);
+                t->update_asked |= taken == XFTP_TLS_UPDATE_ASKED;
         } else if (type == XFTP_TLS_ALERT && n == 2 && out[1] == 0) {
                 t->in_eof = true; /* close_notify */
         } else {
