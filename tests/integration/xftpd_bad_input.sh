@@ -141,6 +141,26 @@ wait "$xftpd_pid" || fail "xftpd did not end cleanly on SIGTERM"
 grep -q "xftpd: stopped" "$work/xftpd.log" || fail "no 'stopped' line"
 pass "SIGTERM ends xftpd with status 0"
 
+# A SIGTERM that comes while the port opens (listen() held back 1.5 s) is a stop too,
+# not the signal's default action.
+env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -qq -o /dev/null \
+	-e trace=listen -e inject=listen:delay_exit=1500000 \
+	"$xftpd" -p 16423 --root "$work/root" --users "$work/users" "${run_as[@]}" \
+	2>>"$work/xftpd.log" &
+tracer=$!
+server=
+for _ in $(seq 50); do
+	server=$(pgrep -P "$tracer") && break
+	sleep 0.1
+done
+[ -n "$server" ] || fail "xftpd did not start under strace"
+sleep 0.5 # inside the held listen()
+kill -TERM "$server"
+status=0
+wait "$tracer" || status=$?
+[ "$status" -eq 0 ] || fail "a SIGTERM as the port opened ended xftpd with status $status"
+pass "a SIGTERM as the port opens stops xftpd with status 0"
+
 # A client that pipelines commands and never reads a reply: its session still ends at the
 # login deadline, and SIGTERM still ends xftpd within 2 s while such a session is open.
 start_xftpd 16424 --users "$work/u3" --login-timeout 2

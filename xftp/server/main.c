@@ -364,8 +364,11 @@ int main(int argc, char **argv)
             0)
                 errx(1, "%s", err.text);
         /* Before the port opens: a SIGUSR1 sent once it listens is a stray one to ignore,
-         * not a default action that ends the server. */
+         * not a default action that ends the server; a SIGTERM or SIGHUP that comes as it
+         * opens is a stop or a reload, not the default action either. */
         xftpd_session_catch_ban();
+        ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */
+        catch_reload();
         int listen_fd = ds_net_listen(o->listen_addr, o->port, SOCK_STREAM, &err);
         if (listen_fd < 0)
                 errx(1, "%s", err.text);
@@ -383,8 +386,6 @@ int main(int argc, char **argv)
         xfer_verbs_allow_locking(o->max_mem); /* while root may still raise the limit */
         if (guard_drop_privileges(o->run_as, first_root, o->allow_root, sv.xferlog_fd, &err) < 0)
                 errx(1, "%s", err.text);
-        ds_cli_catch_stop(NULL); /* one stop flag: ds_stopping() */
-        catch_reload();
         struct ds_shared_budget *budget;
         rc = ds_shared_budget_create(&budget, o->max_mem, o->max_sessions);
         if (rc < 0)
