@@ -48,7 +48,8 @@ struct tls_conn {
          * use), in the order made: sealed here (sealing, tls_seal.h), or OpenSSL's own,
          * kept from one SSL_write (gathering). The plaintext of a sendv or sendfile (owed)
          * counts as sent only once all its records are on the socket. */
-        int fd; /* the socket, for the records BIO */
+        bool records; /* a data connection: its writes go through the records BIO */
+        int fd;       /* the socket, for the records BIO */
         /* TLS 1.3 reading (opening, tls_open.h): the peer's traffic secret as the key log
          * reported it, then the records read from the socket (in, from in_off) and the
          * content of one that did not fit the caller's buffer (plain, from plain_off). */
@@ -112,7 +113,7 @@ static void keylog(const SSL *ssl, const char *line)
         const char *next = server ? "SERVER_TRAFFIC_SECRET_N " : "CLIENT_TRAFFIC_SECRET_N ";
         uint8_t secret[EVP_MAX_MD_SIZE];
 
-        if (!t || !t->out)
+        if (!t || !t->records)
                 return; /* the control connection's records are OpenSSL's */
         size_t len =
             line_secret(line, server ? "CLIENT_TRAFFIC_SECRET_0 " : "SERVER_TRAFFIC_SECRET_0 ",
@@ -329,12 +330,19 @@ static int start_sealing(struct tls_conn *t, const void *crypto_info)
         return 0;
 }
 
+/* out, made at the first record: a connection that only receives needs none. */
+static bool out_ready(struct tls_conn *t)
+{
+        return t->out || (t->out = malloc(OUT_ROOM));
+}
+
 static int records_write(BIO *bio, const char *in, int len)
 {
         struct tls_conn *t = BIO_get_data(bio);
 
         BIO_clear_retry_flags(bio);
         if (t->gathering) { /* OpenSSL's records of one SSL_write, kept for one write() */
+                /* (make_records made out) */
                 if (len < 0 || (size_t)len > OUT_ROOM - t->out_len)
                         return errno = EMSGSIZE, -1;
                 memcpy(t->out + t->out_len, in, (size_t)len);
@@ -354,6 +362,8 @@ static int records_write(BIO *bio, const char *in, int len)
         }
         if (len <= 0)
                 return 0;
+        if (!out_ready(t))
+                return errno = ENOMEM, -1;
         if (xftp_tls_sealed_max((size_t)len) > OUT_ROOM)
                 return errno = EMSGSIZE, -1;
         ssize_t made = xftp_tls_seal(&t->seal, t->next_type, in, (size_t)len, t->out);
@@ -425,11 +435,12 @@ static int attach_records(struct tls_conn *t, int fd)
         pthread_once(&records_once, make_records_method);
         BIO *sock = BIO_new_socket(fd, BIO_NOCLOSE);
         BIO *records = records_method ? BIO_new(records_method) : NULL;
-        if (!(t->out = malloc(OUT_ROOM)) || !sock || !records) {
+        if (!sock || !records) {
                 BIO_free(sock);
                 BIO_free(records);
                 return -ENOMEM;
         }
+        t->records = true;
         t->fd = fd;
         BIO_set_data(records, t);
         BIO_set_init(records, 1);
@@ -446,7 +457,9 @@ static int make_records(struct tls_conn *t, const char *data, size_t len)
         int rc = 0;
 
         pthread_mutex_lock(&t->lock);
-        if (records_room(len) > OUT_ROOM - t->out_len) {
+        if (!out_ready(t)) {
+                rc = -ENOMEM;
+        } else if (records_room(len) > OUT_ROOM - t->out_len) {
                 rc = -EMSGSIZE;
         } else if (t->sealing) {
                 ssize_t made =
@@ -547,7 +560,7 @@ static ssize_t tls_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, 
         uint64_t start_ns = ds_now_ns();
         size_t total = 0;
 
-        if (t->out)
+        if (t->records)
                 return records_sendv(c, t, iov, cnt, flags);
         for (int i = 0; i < cnt;) {
                 size_t written = 0;
@@ -651,6 +664,10 @@ static ssize_t open_recv(struct xftp_conn *c, struct tls_conn *t, void *buf, siz
         uint8_t *dst = buf;
         size_t got = 0;
 
+        /* Made at the first read: a connection that only sends needs neither. */
+        if ((!t->in && !(t->in = malloc(IN_ROOM))) ||
+            (!t->plain && !(t->plain = malloc(XFTP_TLS_RECORD_MAX))))
+                return -ENOMEM;
         pthread_mutex_lock(&t->lock);
         while (got < len) {
                 if (t->plain_off < t->plain_len) {
@@ -978,7 +995,6 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
             !(t->ssl = SSL_new(tls->ctx)) ||
             (resume ? attach_records(t, c->fd) < 0 : SSL_set_fd(t->ssl, c->fd) != 1)) {
                 SSL_free(t->ssl);
-                free(t->out);
                 free(t);
                 return -ENOMEM;
         }
@@ -1040,8 +1056,7 @@ static void choose_reader(struct tls_conn *t)
         const SSL_CIPHER *cipher = SSL_get_current_cipher(t->ssl);
 
         if (SSL_version(t->ssl) == TLS1_3_VERSION && t->in_secret_len && cipher &&
-            !SSL_has_pending(t->ssl) && (t->in = malloc(IN_ROOM)) &&
-            (t->plain = malloc(XFTP_TLS_RECORD_MAX)) &&
+            !SSL_has_pending(t->ssl) &&
             xftp_tls_open_init(&t->open, SSL_CIPHER_get_cipher_nid(cipher),
                                SSL_CIPHER_get_handshake_digest(cipher), t->in_secret,
                                t->in_secret_len) == 0)
@@ -1060,7 +1075,7 @@ static void note_kernel(struct xftp_conn *c)
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
         }
-        if (((struct tls_conn *)c->impl)->out)
+        if (((struct tls_conn *)c->impl)->records)
                 choose_reader(c->impl);
 }
 
