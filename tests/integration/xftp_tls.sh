@@ -142,9 +142,10 @@ capture_start cap
 same "$work/root/big.bin" xftp.bin "xftp --tls -P 4 get"
 jq -e '.ok and .tls and (.tls_version | test("^TLSv1\\.[23]$")) and (.tls_cipher | length > 0)
 	and .streams == 4 and (.ktls | type == "boolean")
-	and .tls_sealed_by == (if .ktls then "kernel" else "xftp" end)' get.json >/dev/null ||
-	fail "--json: $(cat get.json)"
-pass "--json says $(jq -c '{tls_version, tls_cipher, ktls, tls_sealed_by}' get.json)"
+	and .tls_sealed_by == (if .ktls then "kernel" else "xftp" end)
+	and .tls_opened_by == (if .tls_version == "TLSv1.3" then "xftp" else "openssl" end)' \
+	get.json >/dev/null || fail "--json: $(cat get.json)"
+pass "--json says $(jq -c '{tls_version, tls_cipher, ktls, tls_sealed_by, tls_opened_by}' get.json)"
 "$xftp" --tls -q --cacert ca.pem -P 4 put up.bin "$url/xftp-up.bin" >/dev/null || fail "xftp put"
 same up.bin "$work/root/xftp-up.bin" "xftp --tls -P 4 put"
 "$xftp" --tls -q --cacert ca.pem put up.bin "$url/xftp-up1.bin" >/dev/null || fail "xftp put"

@@ -342,6 +342,7 @@ int ftp_secure_data(struct ftp *ftp, struct xftp_conn *conns, unsigned n, struct
         if (rc == 0) {
                 ftp->data_kernel = conns[0].kernel;
                 ftp->data_sealed_by = xftp_tls_sealed_by(&conns[0]);
+                ftp->data_opened_by = xftp_tls_opened_by(&conns[0]);
         }
         return rc;
 }

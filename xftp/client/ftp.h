@@ -56,6 +56,7 @@ struct ftp {
         struct xftp_tls *tls;       /* the TLS context once AUTH TLS succeeded, else NULL */
         bool data_kernel;           /* the last TLS data connection was the kernel's (kTLS) */
         const char *data_sealed_by; /* who sealed its records (xftp_tls_sealed_by) */
+        const char *data_opened_by; /* who opened them (xftp_tls_opened_by) */
         bool tls_data_clear;        /* PROT C sent: data connections in the clear */
         bool broken;                /* a command or reply failed on the way: no more commands */
         unsigned owed;              /* replies of commands sent ahead, not read yet */

@@ -452,6 +452,7 @@ static int run(const struct cli *cli, struct job_totals *t, struct ds_error *err
         snprintf(t->tls_cipher, sizeof(t->tls_cipher), "%s", xftp_tls_cipher(&ftp.ctl));
         t->tls_kernel = ftp.data_kernel;
         t->tls_sealed_by = ftp.data_sealed_by;
+        t->tls_opened_by = ftp.data_opened_by;
         rc = close_after(&ftp, rc, err);
         if (rc < 0) {
                 url_hide_secret(err->text, sizeof(err->text), a.pass);

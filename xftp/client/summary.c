@@ -122,8 +122,10 @@ static void summary_extra(struct ds_json *json, void *ctx)
                 ds_json_str(json, "tls_version", t->tls_version);
                 ds_json_str(json, "tls_cipher", t->tls_cipher);
                 ds_json_bool(json, "ktls", t->tls_kernel);
-                if (t->tls_sealed_by)
+                if (t->tls_sealed_by) {
                         ds_json_str(json, "tls_sealed_by", t->tls_sealed_by);
+                        ds_json_str(json, "tls_opened_by", t->tls_opened_by);
+                }
         }
         if (strcmp(s->op, "ls") == 0 && s->rc == 0)
                 write_entries(json, t);

@@ -67,6 +67,7 @@ struct job_totals {
         char tls_cipher[64];
         bool tls_kernel;           /* the data went through kernel TLS */
         const char *tls_sealed_by; /* xftp_tls_sealed_by of the last data connection; NULL: none */
+        const char *tls_opened_by; /* and its xftp_tls_opened_by */
         char *listing;             /* ls: the server's listing (malloc'd, NUL-terminated) */
         size_t listing_len;        /* its bytes, without the NUL */
         bool listing_facts;        /* it is MLSD's (exact facts), not LIST's (for people) */

@@ -949,11 +949,32 @@ bool xftp_tls_on(const struct xftp_conn *c)
         return c->fd >= 0 && (c->ops == &tls_user_ops || c->ops == &tls_kernel_ops);
 }
 
+/* Whether the kernel holds the keys of a direction of this socket (TLS_TX, TLS_RX), asked
+ * of the kernel for the version and suite only: it gives the keys only to a buffer of
+ * exactly their suite's size and refuses any other (a buffer sized for AES-256-GCM took
+ * AES-128-GCM for no kernel TLS at all). */
+static bool kernel_has(int fd, int direction)
+{
+        struct tls_crypto_info info;
+        socklen_t len = sizeof(info);
+
+        return getsockopt(fd, SOL_TLS, direction, &info, &len) == 0;
+}
+
 const char *xftp_tls_sealed_by(const struct xftp_conn *c)
 {
         if (!xftp_tls_on(c))
                 return "";
         return c->kernel ? "kernel" : ((struct tls_conn *)c->impl)->sealing ? "xftp" : "openssl";
+}
+
+const char *xftp_tls_opened_by(const struct xftp_conn *c)
+{
+        if (!xftp_tls_on(c))
+                return "";
+        return ((struct tls_conn *)c->impl)->opening ? "xftp"
+               : kernel_has(c->fd, TLS_RX)           ? "kernel"
+                                                     : "openssl";
 }
 
 const char *xftp_tls_version(const struct xftp_conn *c)
@@ -1031,18 +1052,6 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
         return 0;
 }
 
-/* Whether the kernel holds this socket's sending keys, asked of the kernel for the
- * version and suite only: it gives the keys only to a buffer of exactly their suite's
- * size and refuses any other (a buffer sized for AES-256-GCM took AES-128-GCM for no
- * kernel TLS at all). */
-static bool kernel_sends(int fd)
-{
-        struct tls_crypto_info info;
-        socklen_t len = sizeof(info);
-
-        return getsockopt(fd, SOL_TLS, TLS_TX, &info, &len) == 0;
-}
-
 /* Reading: a data connection of TLS 1.3 opens its records itself (tls_open.h), unless
  * OpenSSL already holds bytes past the handshake (it read none ahead: the handshake ran
  * without read-ahead). Else OpenSSL reads ahead into its buffer of one record: a read()
@@ -1071,7 +1080,7 @@ static void choose_reader(struct tls_conn *t)
  * that would be plaintext. */
 static void note_kernel(struct xftp_conn *c)
 {
-        if (kernel_sends(c->fd)) {
+        if (kernel_has(c->fd, TLS_TX)) {
                 c->ops = &tls_kernel_ops;
                 c->kernel = true;
         }

@@ -54,6 +54,9 @@ bool xftp_tls_on(const struct xftp_conn *c);
 /* Who seals the records c sends: "kernel" (kernel TLS), "xftp" (tls_seal.h), "openssl"
  * (a suite neither knows), or "" when c is not TLS. */
 const char *xftp_tls_sealed_by(const struct xftp_conn *c);
+/* Who opens the records c receives: "xftp" (tls_open.h, TLS 1.3), "kernel", "openssl",
+ * or "" when c is not TLS. */
+const char *xftp_tls_opened_by(const struct xftp_conn *c);
 /* c's protocol ("TLSv1.3") and cipher suite, or "" when c is not TLS. */
 const char *xftp_tls_version(const struct xftp_conn *c);
 const char *xftp_tls_cipher(const struct xftp_conn *c);
