@@ -3,6 +3,8 @@
  * client, its control connection first (whose session the data connection resumes), then
  * the data connection. The peer reads as any FTPS peer would, so every record xftp sends,
  * its close_notify included, must open under the keys the peer holds at that moment.
+ * Where xftp reads, the peer's records may be made by the test (any type, any number),
+ * sealed under the peer's keys in one sequence with OpenSSL's.
  *
  * send() is wrapped (-Wl,--wrap=send): a test can have it refuse the next short writes
  * (EAGAIN), as a socket whose buffer is full does, without racing a reader. */
@@ -30,8 +32,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
+#include "tls_seal.h"
 #include "xconn.h"
 #include "xtls.h"
 
@@ -105,6 +109,7 @@ struct setup {
         const char *suites;  /* TLS 1.3 */
         const char *ciphers; /* TLS 1.2, MAC then encrypt when CBC */
         const char *sealed_by;
+        bool peer_seals; /* the peer's data records are sealed by the test (peer_sealer) */
 };
 
 /* xftp's side, in a thread of its own. */
@@ -132,10 +137,85 @@ static void peer_notes_secret(const SSL *ssl, const char *line)
                 atomic_fetch_add(&updates_seen, 1);
 }
 
+/* OpenSSL 3's controls for a BIO under kernel TLS (its internal bio.h). */
+#define CTRL_SET_KTLS        72
+#define CTRL_SET_KTLS_TYPE   74
+#define CTRL_CLEAR_KTLS_TYPE 75
+
+/* The peer's data writes, when the test makes records of its own (any type, any length):
+ * OpenSSL's records before its sending keys, then its plaintext sealed here, in one
+ * sequence with the test's, as a socket under kernel TLS would take them. */
+struct peer_sealer {
+        int fd;
+        struct xftp_tls_seal seal;
+        bool sealing;
+        uint8_t type;
+};
+
+static void write_whole(int fd, const void *buf, size_t len)
+{
+        for (size_t done = 0; done < len;) {
+                ssize_t n = write(fd, (const char *)buf + done, len - done);
+                assert_true(n > 0);
+                done += (size_t)n;
+        }
+}
+
+/* Seals len bytes of type at plain and writes the records. */
+static void peer_seal_write(struct peer_sealer *s, uint8_t type, const void *plain, size_t len)
+{
+        uint8_t *out = malloc(xftp_tls_sealed_max(len));
+        assert_non_null(out);
+        ssize_t made = xftp_tls_seal(&s->seal, type, plain, len, out);
+        assert_true(made > 0);
+        write_whole(s->fd, out, (size_t)made);
+        free(out);
+}
+
+static int sealer_write(BIO *bio, const char *in, int len)
+{
+        struct peer_sealer *s = BIO_get_data(bio);
+
+        if (s->sealing)
+                peer_seal_write(s, s->type, in, (size_t)len);
+        else
+                write_whole(s->fd, in, (size_t)len);
+        s->type = 23;
+        return len;
+}
+
+static long sealer_ctrl(BIO *bio, int cmd, long num, void *ptr)
+{
+        struct peer_sealer *s = BIO_get_data(bio);
+
+        switch (cmd) {
+        case CTRL_SET_KTLS: /* num: the sending keys */
+                if (num == 0 || xftp_tls_seal_init(&s->seal, ptr) < 0)
+                        return 0;
+                s->sealing = true;
+                s->type = 23;
+                return 1;
+        case BIO_CTRL_GET_KTLS_SEND:
+                return s->sealing;
+        case CTRL_SET_KTLS_TYPE:
+                s->type = (uint8_t)num;
+                return 0;
+        case CTRL_CLEAR_KTLS_TYPE:
+                s->type = 23;
+                return 0;
+        case BIO_CTRL_FLUSH:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
 /* The peer: plain OpenSSL. */
 struct peer {
         SSL_CTX *ctx;
         SSL *ctl, *data;
+        BIO_METHOD *sealer_method;
+        struct peer_sealer sealer; /* with setup->peer_seals */
 };
 
 static void *side_main(void *arg)
@@ -246,9 +326,25 @@ static void open_both(struct side *s, struct peer *p, pthread_t *thread, const s
                 assert_int_equal(SSL_set_session(p->data, session), 1);
                 SSL_SESSION_free(session);
         }
-        assert_int_equal(SSL_set_fd(p->data, data[1]), 1);
+        p->sealer_method = NULL;
+        p->sealer = (struct peer_sealer){.fd = data[1]};
+        if (setup->peer_seals) {
+                p->sealer_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "sealer");
+                assert_non_null(p->sealer_method);
+                BIO_meth_set_write(p->sealer_method, sealer_write);
+                BIO_meth_set_ctrl(p->sealer_method, sealer_ctrl);
+                BIO *sealer = BIO_new(p->sealer_method), *sock = BIO_new_socket(data[1], 0);
+                assert_true(sealer && sock);
+                BIO_set_data(sealer, &p->sealer);
+                BIO_set_init(sealer, 1);
+                SSL_set_options(p->data, SSL_OP_ENABLE_KTLS);
+                SSL_set_bio(p->data, sock, sealer);
+        } else {
+                assert_int_equal(SSL_set_fd(p->data, data[1]), 1);
+        }
         peer_handshake(p->data, peer_server);
         assert_true(SSL_session_reused(p->data));
+        assert_int_equal(p->sealer.sealing, setup->peer_seals);
 }
 
 /* Closes the peer's ends (xftp's closes wait for them) and waits for xftp's side. */
@@ -262,6 +358,8 @@ static void close_both(struct side *s, struct peer *p, pthread_t thread)
         SSL_free(p->data);
         SSL_free(p->ctl);
         SSL_CTX_free(p->ctx);
+        BIO_meth_free(p->sealer_method);
+        xftp_tls_seal_free(&p->sealer.seal);
         xftp_tls_free(s->tls);
 }
 
@@ -463,6 +561,67 @@ static void test_sealing_as_the_client(void **state)
         free(bytes);
 }
 
+/* A flood of records that carry no data (empty ones, as a hostile peer may send faster
+ * than they are opened), then one byte. */
+#define FLOOD_RECORDS (4u << 20)
+
+static atomic_bool flood_started;
+static uint64_t flood_recv_ns; /* how long xftp's first receive took */
+static ssize_t flood_recv_rc;
+
+/* One receive while the flood comes, timed; then the byte after it. */
+static void receive_amid_a_flood(struct side *s)
+{
+        uint8_t byte = 0;
+
+        while (!atomic_load(&flood_started))
+                usleep(1000);
+        uint64_t start_ns = ds_now_ns();
+        ssize_t n = xftp_conn_recv(&s->data, &byte, 1, 0);
+        flood_recv_ns = ds_now_ns() - start_ns;
+        flood_recv_rc = n;
+        while (n == -EAGAIN)
+                n = xftp_conn_recv(&s->data, &byte, 1, 0);
+        s->rc = n == 1 && byte == 'x' ? 0 : n < 0 ? (int)n : -EPROTO;
+}
+
+/* A receive returns within its slice (100 ms) however long the peer goes on sending
+ * records with no data in them: the caller's stop and idle checks keep their rhythm. */
+static void test_receive_returns_within_a_slice_amid_records_without_data(void **state)
+{
+        (void)state;
+        struct side s;
+        struct peer p;
+        pthread_t thread;
+        struct setup setup = {.max_version = TLS1_3_VERSION, .peer_seals = true};
+        size_t record = xftp_tls_sealed_max(0);
+        uint8_t *flood = malloc(FLOOD_RECORDS * record);
+        size_t flood_len = 0;
+
+        assert_non_null(flood);
+        atomic_store(&flood_started, false);
+        open_both(&s, &p, &thread, &setup, receive_amid_a_flood, 1);
+        for (unsigned i = 0; i < FLOOD_RECORDS; i++) {
+                ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, "", 0, flood + flood_len);
+                assert_true(made > 0);
+                flood_len += (size_t)made;
+        }
+        /* Room for records enough that the peer's writes never fall behind xftp's reads. */
+        int room = 4 << 20;
+        assert_int_equal(setsockopt(p.sealer.fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof(room)), 0);
+        atomic_store(&flood_started, true);
+        uint64_t start_ns = ds_now_ns();
+        write_whole(p.sealer.fd, flood, flood_len);
+        peer_seal_write(&p.sealer, 23, "x", 1);
+        uint64_t flood_ns = ds_now_ns() - start_ns;
+        close_both(&s, &p, thread);
+        free(flood);
+        if (flood_recv_ns > 500000000u)
+                fail_msg("a receive took %.2f s of a flood of %.2f s", (double)flood_recv_ns / 1e9,
+                         (double)flood_ns / 1e9);
+        assert_int_equal(flood_recv_rc, -EAGAIN);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -471,6 +630,7 @@ int main(void)
             cmocka_unit_test(test_many_small_pieces_in_one_send),
             cmocka_unit_test(test_suites_openssl_seals_as_the_client),
             cmocka_unit_test(test_sealing_as_the_client),
+            cmocka_unit_test(test_receive_returns_within_a_slice_amid_records_without_data),
         };
         signal(SIGPIPE, SIG_IGN); /* a failing peer's alert to a closed socket */
         return cmocka_run_group_tests(tests, make_cert_files, remove_cert_files);

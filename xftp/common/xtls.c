@@ -681,10 +681,17 @@ static ssize_t open_recv(struct xftp_conn *c, struct tls_conn *t, void *buf, siz
                 if (t->in_error || t->in_eof)
                         break;
                 ssize_t n = open_next(t, dst + got, len - got);
-                if (n >= 0) {
+                if (n > 0 || (n == 0 && t->plain_off < t->plain_len)) {
                         got += (size_t)n;
                         continue;
                 }
+                /* A record with nothing for the caller (a ticket, a KeyUpdate, an empty
+                 * one): a peer may send them without end, and the call still ends within
+                 * its slice, with or without MSG_DONTWAIT. */
+                if (n == 0 && ds_now_ns() - start_ns >= SLICE_MS * 1000000ull)
+                        break;
+                if (n == 0)
+                        continue;
                 if (n != -EAGAIN || (got > 0 && !(flags & MSG_WAITALL)))
                         break;
                 n = fill_in(t, c->fd);
