@@ -516,6 +516,7 @@ static void opens_only_known_messages(void **state)
         const uint8_t client_hello[] = {1, 0, 0, 1, 0};
         const uint8_t update_not_last[] = {24, 0, 0, 1, 0, 4};
         const uint8_t update_long[] = {24, 0, 0, 2, 0, 0};
+        const uint8_t update_asks[] = {24, 0, 0, 1, 1}, update_not[] = {24, 0, 0, 1, 0};
         const uint8_t ticket_head[] = {4, 0, 1, 0}; /* 256 bytes to follow */
 
         (void)state;
@@ -526,6 +527,24 @@ static void opens_only_known_messages(void **state)
         xftp_tls_open_free(&o);
         assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha256(), secret, 32), 0);
         assert_int_equal(xftp_tls_open_handshake(&o, update_long, sizeof(update_long)), -EPROTO);
+        xftp_tls_open_free(&o);
+        /* A KeyUpdate asking for ours says so; one that does not, does not. */
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha256(), secret, 32), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_asks, sizeof(update_asks)),
+                         XFTP_TLS_UPDATE_ASKED);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not, sizeof(update_not)), 0);
+        /* Its header in one record and its byte in the next, which it ends: taken (RFC
+         * 8446 5.1 lets any handshake message be split); a record between, or more after
+         * the byte, are not. */
+        assert_int_equal(xftp_tls_open_handshake(&o, update_asks, 4), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_asks + 4, 1), XFTP_TLS_UPDATE_ASKED);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not, 2), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not + 2, 2), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not + 4, 1), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_asks, 4), 0);
+        assert_int_equal(xftp_tls_open_handshake(&o, update_not_last + 4, 2), -EPROTO);
+        xftp_tls_open_free(&o);
+        assert_int_equal(xftp_tls_open_init(&o, NID_aes_128_gcm, EVP_sha256(), secret, 32), 0);
         assert_int_equal(xftp_tls_open_handshake(&o, ticket_head, 0), -EPROTO); /* empty */
         assert_int_equal(xftp_tls_open_handshake(&o, ticket_head, sizeof(ticket_head)), 0);
         assert_int_equal(o.skip, 256);

@@ -137,19 +137,24 @@ int xftp_tls_open_handshake(struct xftp_tls_open *o, const uint8_t *content, siz
                         continue;
                 }
                 o->head[o->head_len++] = content[at++];
-                if (o->head_len < sizeof(o->head))
+                if (o->head_len < 4)
                         continue;
-                o->head_len = 0;
                 uint32_t body = (uint32_t)o->head[1] << 16 | (uint32_t)o->head[2] << 8 | o->head[3];
                 if (o->head[0] == TYPE_NEW_SESSION_TICKET) {
+                        o->head_len = 0;
                         o->skip = body;
-                } else if (o->head[0] == TYPE_KEY_UPDATE && body == 1 && len - at == 1 &&
-                           content[at] <= 1) {
-                        int rc = key_update(o);
-                        return rc < 0 ? rc : content[at] ? XFTP_TLS_UPDATE_ASKED : 0;
-                } else {
-                        return -EPROTO;
+                        continue;
                 }
+                if (o->head[0] != TYPE_KEY_UPDATE || body != 1)
+                        return -EPROTO;
+                if (o->head_len < 5)
+                        continue; /* its one byte, here or in the next record */
+                o->head_len = 0;
+                /* It ends its record: what follows is under the next keys (5.1). */
+                if (at != len || o->head[4] > 1)
+                        return -EPROTO;
+                int rc = key_update(o);
+                return rc < 0 ? rc : o->head[4] ? XFTP_TLS_UPDATE_ASKED : 0;
         }
         return 0;
 }

@@ -37,9 +37,9 @@ struct xftp_tls_open {
         size_t secret_len;
         uint8_t iv[12];
         uint64_t seq;
-        /* Post-handshake messages may span records: the header being read, and the bytes
-         * of a message still to pass over. */
-        uint8_t head[4];
+        /* Post-handshake messages may span records: the header being read (a KeyUpdate's
+         * with its one byte), and the bytes of a message still to pass over. */
+        uint8_t head[5];
         size_t head_len;
         uint32_t skip;
 };
