@@ -622,6 +622,76 @@ static void test_receive_returns_within_a_slice_amid_records_without_data(void *
         assert_int_equal(flood_recv_rc, -EAGAIN);
 }
 
+static ssize_t end_seen, end_again; /* what receive_in_small_pieces saw after the data */
+
+/* Reads s->len bytes of the pattern in receives of at most 1000 bytes (the records are
+ * larger: opened aside, then handed out in parts), then what ends the stream, twice. */
+static void receive_in_small_pieces(struct side *s)
+{
+        uint8_t buf[1000];
+        size_t got = 0;
+
+        while (s->rc == 0 && got < s->len) {
+                size_t want = s->len - got < sizeof(buf) ? s->len - got : sizeof(buf);
+                ssize_t n = xftp_conn_recv(&s->data, buf, want, 0);
+                if (n > 0) {
+                        for (ssize_t i = 0; i < n; i++)
+                                if (buf[i] != pattern_byte(got + (size_t)i))
+                                        s->rc = -EBADMSG;
+                        got += (size_t)n;
+                } else if (n != -EAGAIN) {
+                        s->rc = n == 0 ? -EPIPE : (int)n;
+                }
+        }
+        do
+                end_seen = xftp_conn_recv(&s->data, buf, sizeof(buf), 0);
+        while (end_seen == -EAGAIN);
+        end_again = xftp_conn_recv(&s->data, buf, sizeof(buf), MSG_DONTWAIT);
+}
+
+/* What a TLS 1.3 peer may send among its data, all taken: a ticket split across records,
+ * records larger than the reader's buffer, padding, an empty record; then close_notify
+ * ends the stream (0), or a record cut short by the peer's close is an error (-EPIPE),
+ * and stays one. */
+static void test_opened_stream_takes_what_tls13_allows_and_ends_as_sent(void **state)
+{
+        (void)state;
+        for (int cut = 0; cut < 2; cut++) {
+                struct side s;
+                struct peer p;
+                pthread_t thread;
+                struct setup setup = {.max_version = TLS1_3_VERSION, .peer_seals = true};
+                size_t len = 40100;
+                uint8_t *bytes = pattern(len);
+                const uint8_t ticket[] = {4, 0, 0, 6, 1, 2, 3, 4, 5, 6};
+                uint8_t padded[100 + 1 + 500] = {0};
+
+                open_both(&s, &p, &thread, &setup, receive_in_small_pieces, len);
+                peer_seal_write(&p.sealer, 22, ticket, 3);
+                peer_seal_write(&p.sealer, 22, ticket + 3, sizeof(ticket) - 3);
+                peer_seal_write(&p.sealer, 23, bytes, 20000);
+                peer_seal_write(&p.sealer, 23, "", 0);
+                /* padding: the type, then zeros, sealed with a last byte of 0 */
+                memcpy(padded, bytes + 20000, 100);
+                padded[100] = 23;
+                peer_seal_write(&p.sealer, 0, padded, sizeof(padded));
+                peer_seal_write(&p.sealer, 23, bytes + 20100, len - 20100);
+                if (cut) {
+                        uint8_t rec[64];
+                        ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, "more", 4, rec);
+                        assert_true(made > 10);
+                        write_whole(p.sealer.fd, rec, (size_t)made - 10);
+                        assert_int_equal(shutdown(p.sealer.fd, SHUT_WR), 0);
+                } else {
+                        assert_true(SSL_shutdown(p.data) >= 0); /* close_notify */
+                }
+                close_both(&s, &p, thread);
+                free(bytes);
+                assert_int_equal(end_seen, cut ? -EPIPE : 0);
+                assert_int_equal(end_again, end_seen);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -631,6 +701,7 @@ int main(void)
             cmocka_unit_test(test_suites_openssl_seals_as_the_client),
             cmocka_unit_test(test_sealing_as_the_client),
             cmocka_unit_test(test_receive_returns_within_a_slice_amid_records_without_data),
+            cmocka_unit_test(test_opened_stream_takes_what_tls13_allows_and_ends_as_sent),
         };
         signal(SIGPIPE, SIG_IGN); /* a failing peer's alert to a closed socket */
         return cmocka_run_group_tests(tests, make_cert_files, remove_cert_files);
