@@ -36,6 +36,7 @@
 #include <dragstrip/error.h>
 
 #include "tls_seal.h"
+#include "tls_test_sealer.h"
 #include "xconn.h"
 #include "xtls.h"
 
@@ -110,7 +111,7 @@ struct setup {
         const char *ciphers; /* TLS 1.2, MAC then encrypt when CBC */
         const char *sealed_by;
         unsigned rounds; /* receive_then_send's exchanges (0: one) */
-        bool peer_seals; /* the peer's data records are sealed by the test (peer_sealer) */
+        bool peer_seals; /* the peer's data records are sealed by the test (test_sealer) */
 };
 
 /* xftp's side, in a thread of its own. */
@@ -139,85 +140,12 @@ static void peer_notes_secret(const SSL *ssl, const char *line)
                 atomic_fetch_add(&updates_seen, 1);
 }
 
-/* OpenSSL 3's controls for a BIO under kernel TLS (its internal bio.h). */
-#define CTRL_SET_KTLS        72
-#define CTRL_SET_KTLS_TYPE   74
-#define CTRL_CLEAR_KTLS_TYPE 75
-
-/* The peer's data writes, when the test makes records of its own (any type, any length):
- * OpenSSL's records before its sending keys, then its plaintext sealed here, in one
- * sequence with the test's, as a socket under kernel TLS would take them. */
-struct peer_sealer {
-        int fd;
-        struct xftp_tls_seal seal;
-        bool sealing;
-        uint8_t type;
-};
-
-static void write_whole(int fd, const void *buf, size_t len)
-{
-        for (size_t done = 0; done < len;) {
-                ssize_t n = write(fd, (const char *)buf + done, len - done);
-                assert_true(n > 0);
-                done += (size_t)n;
-        }
-}
-
-/* Seals len bytes of type at plain and writes the records. */
-static void peer_seal_write(struct peer_sealer *s, uint8_t type, const void *plain, size_t len)
-{
-        uint8_t *out = malloc(xftp_tls_sealed_max(len));
-        assert_non_null(out);
-        ssize_t made = xftp_tls_seal(&s->seal, type, plain, len, out);
-        assert_true(made > 0);
-        write_whole(s->fd, out, (size_t)made);
-        free(out);
-}
-
-static int sealer_write(BIO *bio, const char *in, int len)
-{
-        struct peer_sealer *s = BIO_get_data(bio);
-
-        if (s->sealing)
-                peer_seal_write(s, s->type, in, (size_t)len);
-        else
-                write_whole(s->fd, in, (size_t)len);
-        s->type = 23;
-        return len;
-}
-
-static long sealer_ctrl(BIO *bio, int cmd, long num, void *ptr)
-{
-        struct peer_sealer *s = BIO_get_data(bio);
-
-        switch (cmd) {
-        case CTRL_SET_KTLS: /* num: the sending keys */
-                if (num == 0 || xftp_tls_seal_init(&s->seal, ptr) < 0)
-                        return 0;
-                s->sealing = true;
-                s->type = 23;
-                return 1;
-        case BIO_CTRL_GET_KTLS_SEND:
-                return s->sealing;
-        case CTRL_SET_KTLS_TYPE:
-                s->type = (uint8_t)num;
-                return 0;
-        case CTRL_CLEAR_KTLS_TYPE:
-                s->type = 23;
-                return 0;
-        case BIO_CTRL_FLUSH:
-                return 1;
-        default:
-                return 0;
-        }
-}
-
 /* The peer: plain OpenSSL. */
 struct peer {
         SSL_CTX *ctx;
         SSL *ctl, *data;
         BIO_METHOD *sealer_method;
-        struct peer_sealer sealer; /* with setup->peer_seals */
+        struct test_sealer sealer; /* with setup->peer_seals */
 };
 
 static void *side_main(void *arg)
@@ -330,16 +258,11 @@ static void open_both(struct side *s, struct peer *p, pthread_t *thread, const s
                 SSL_SESSION_free(session);
         }
         p->sealer_method = NULL;
-        p->sealer = (struct peer_sealer){.fd = data[1]};
+        p->sealer = (struct test_sealer){.fd = data[1]};
         if (setup->peer_seals) {
-                p->sealer_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "sealer");
-                assert_non_null(p->sealer_method);
-                BIO_meth_set_write(p->sealer_method, sealer_write);
-                BIO_meth_set_ctrl(p->sealer_method, sealer_ctrl);
-                BIO *sealer = BIO_new(p->sealer_method), *sock = BIO_new_socket(data[1], 0);
-                assert_true(sealer && sock);
-                BIO_set_data(sealer, &p->sealer);
-                BIO_set_init(sealer, 1);
+                BIO *sealer = test_sealer_bio(&p->sealer, &p->sealer_method);
+                BIO *sock = BIO_new_socket(data[1], 0);
+                assert_non_null(sock);
                 SSL_set_options(p->data, SSL_OP_ENABLE_KTLS);
                 SSL_set_bio(p->data, sock, sealer);
         } else {
@@ -640,8 +563,8 @@ static void test_receive_returns_within_a_slice_amid_records_without_data(void *
         assert_int_equal(setsockopt(p.sealer.fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof(room)), 0);
         atomic_store(&flood_started, true);
         uint64_t start_ns = ds_now_ns();
-        write_whole(p.sealer.fd, flood, flood_len);
-        peer_seal_write(&p.sealer, 23, "x", 1);
+        test_sealer_put(&p.sealer, flood, flood_len);
+        test_sealer_send(&p.sealer, 23, "x", 1);
         uint64_t flood_ns = ds_now_ns() - start_ns;
         close_both(&s, &p, thread);
         free(flood);
@@ -696,20 +619,20 @@ static void test_opened_stream_takes_what_tls13_allows_and_ends_as_sent(void **s
                 uint8_t padded[100 + 1 + 500] = {0};
 
                 open_both(&s, &p, &thread, &setup, receive_in_small_pieces, len);
-                peer_seal_write(&p.sealer, 22, ticket, 3);
-                peer_seal_write(&p.sealer, 22, ticket + 3, sizeof(ticket) - 3);
-                peer_seal_write(&p.sealer, 23, bytes, 20000);
-                peer_seal_write(&p.sealer, 23, "", 0);
+                test_sealer_send(&p.sealer, 22, ticket, 3);
+                test_sealer_send(&p.sealer, 22, ticket + 3, sizeof(ticket) - 3);
+                test_sealer_send(&p.sealer, 23, bytes, 20000);
+                test_sealer_send(&p.sealer, 23, "", 0);
                 /* padding: the type, then zeros, sealed with a last byte of 0 */
                 memcpy(padded, bytes + 20000, 100);
                 padded[100] = 23;
-                peer_seal_write(&p.sealer, 0, padded, sizeof(padded));
-                peer_seal_write(&p.sealer, 23, bytes + 20100, len - 20100);
+                test_sealer_send(&p.sealer, 0, padded, sizeof(padded));
+                test_sealer_send(&p.sealer, 23, bytes + 20100, len - 20100);
                 if (cut) {
                         uint8_t rec[64];
                         ssize_t made = xftp_tls_seal(&p.sealer.seal, 23, "more", 4, rec);
                         assert_true(made > 10);
-                        write_whole(p.sealer.fd, rec, (size_t)made - 10);
+                        test_sealer_put(&p.sealer, rec, (size_t)made - 10);
                         assert_int_equal(shutdown(p.sealer.fd, SHUT_WR), 0);
                 } else {
                         assert_true(SSL_shutdown(p.data) >= 0); /* close_notify */

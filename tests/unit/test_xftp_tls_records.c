@@ -29,68 +29,13 @@
 
 #include "tls_open.h"
 #include "tls_seal.h"
-
-/* OpenSSL 3's controls for a BIO under kernel TLS (its internal bio.h). */
-#define CTRL_SET_KTLS        72
-#define CTRL_SET_KTLS_TYPE   74
-#define CTRL_CLEAR_KTLS_TYPE 75
-
-/* The server's write side: before the keys, OpenSSL's records as they come; after, its
- * plaintext sealed here. */
-struct sealing_bio {
-        BIO *to; /* the server's end of the pair */
-        struct xftp_tls_seal seal;
-        bool sealing;
-        uint8_t type;
-};
-
-static int sealing_write(BIO *bio, const char *in, int len)
-{
-        struct sealing_bio *s = BIO_get_data(bio);
-
-        if (!s->sealing)
-                return BIO_write(s->to, in, len);
-        uint8_t *out = malloc(xftp_tls_sealed_max((size_t)len));
-        assert_non_null(out);
-        ssize_t made = xftp_tls_seal(&s->seal, s->type, in, (size_t)len, out);
-        assert_true(made > 0);
-        assert_int_equal(BIO_write(s->to, out, (int)made), (int)made);
-        free(out);
-        s->type = 23;
-        return len;
-}
-
-static long sealing_ctrl(BIO *bio, int cmd, long num, void *ptr)
-{
-        struct sealing_bio *s = BIO_get_data(bio);
-
-        switch (cmd) {
-        case CTRL_SET_KTLS:
-                if (num == 0 || xftp_tls_seal_init(&s->seal, ptr) < 0)
-                        return 0;
-                s->sealing = true;
-                s->type = 23;
-                return 1;
-        case BIO_CTRL_GET_KTLS_SEND:
-                return s->sealing;
-        case CTRL_SET_KTLS_TYPE:
-                s->type = (uint8_t)num;
-                return 0;
-        case CTRL_CLEAR_KTLS_TYPE:
-                s->type = 23;
-                return 0;
-        case BIO_CTRL_FLUSH:
-                return 1;
-        default:
-                return 0;
-        }
-}
+#include "tls_test_sealer.h"
 
 struct pair {
         SSL_CTX *server_ctx, *client_ctx;
         SSL *server, *client;
         BIO *server_end;
-        struct sealing_bio sealer;
+        struct test_sealer sealer; /* the server's write side */
         BIO_METHOD *method;
 };
 
@@ -168,15 +113,8 @@ static void pair_open(struct pair *p, int version, const char *suite, bool seal)
         }
 
         assert_int_equal(BIO_new_bio_pair(&client_end, 1 << 20, &p->server_end, 1 << 20), 1);
-        p->method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "sealing");
-        assert_non_null(p->method);
-        BIO_meth_set_write(p->method, sealing_write);
-        BIO_meth_set_ctrl(p->method, sealing_ctrl);
-        BIO *sealing = BIO_new(p->method);
-        assert_non_null(sealing);
-        p->sealer.to = p->server_end;
-        BIO_set_data(sealing, &p->sealer);
-        BIO_set_init(sealing, 1);
+        p->sealer = (struct test_sealer){.fd = -1, .to = p->server_end};
+        BIO *sealing = test_sealer_bio(&p->sealer, &p->method);
         BIO_up_ref(p->server_end); /* the server reads it; the sealer writes it */
 
         p->server = SSL_new(p->server_ctx);
