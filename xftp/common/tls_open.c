@@ -1,8 +1,6 @@
 /* TLS 1.3 records opened in user space (tls_open.h). */
 #include "tls_open.h"
 
-#include "tls_keys.h"
-
 #include <errno.h>
 #include <string.h>
 
@@ -79,14 +77,12 @@ ssize_t xftp_tls_open(struct xftp_tls_open *o, const uint8_t *rec, size_t rec_le
                       uint8_t *type)
 {
         size_t sealed = rec_len - XFTP_TLS_HEADER - XFTP_TLS_TAG;
-        uint8_t nonce[12];
+        uint8_t nonce[XFTP_TLS_IV_LEN];
         int outl = 0, last = 0;
 
         if (o->seq == UINT64_MAX)
                 return -EBADMSG;
-        memcpy(nonce, o->iv, sizeof(nonce));
-        for (unsigned i = 0; i < 8; i++)
-                nonce[4 + i] ^= (uint8_t)(o->seq >> (56 - 8 * i));
+        xftp_tls_nonce(o->iv, o->seq, nonce);
         if (EVP_DecryptInit_ex(o->ctx, NULL, NULL, NULL, nonce) != 1 ||
             EVP_DecryptUpdate(o->ctx, NULL, &outl, rec, XFTP_TLS_HEADER) != 1 ||
             EVP_DecryptUpdate(o->ctx, out, &outl, rec + XFTP_TLS_HEADER, (int)sealed) != 1 ||
@@ -100,7 +96,7 @@ ssize_t xftp_tls_open(struct xftp_tls_open *o, const uint8_t *rec, size_t rec_le
         size_t n = sealed;
         while (n > 0 && out[n - 1] == 0)
                 n--;
-        if (n == 0 || n - 1 > 16384u)
+        if (n == 0 || n - 1 > XFTP_TLS_RECORD_PLAIN)
                 return -EPROTO;
         *type = out[n - 1];
         /* A handshake message, once begun, ends before any other record (5.1). */

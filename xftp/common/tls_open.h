@@ -20,14 +20,7 @@
 
 #include <openssl/evp.h>
 
-#define XFTP_TLS_HEADER 5u
-#define XFTP_TLS_TAG    16u
-/* The longest record TLS 1.3 allows: 2^14 of plaintext and 256 of type, padding, tag. */
-#define XFTP_TLS_RECORD_MAX (XFTP_TLS_HEADER + 16384u + 256u)
-/* Record types. */
-#define XFTP_TLS_ALERT       21u
-#define XFTP_TLS_HANDSHAKE   22u
-#define XFTP_TLS_APPLICATION 23u
+#include "tls_record.h"
 
 struct xftp_tls_open {
         EVP_CIPHER_CTX *ctx;
@@ -35,7 +28,7 @@ struct xftp_tls_open {
         const EVP_MD *md; /* the suite's hash: the key schedule's */
         uint8_t secret[EVP_MAX_MD_SIZE];
         size_t secret_len;
-        uint8_t iv[12];
+        uint8_t iv[XFTP_TLS_IV_LEN];
         uint64_t seq;
         /* Post-handshake messages may span records: the header being read (a KeyUpdate's
          * with its one byte), and the bytes of a message still to pass over. */

@@ -1,18 +1,13 @@
 /* TLS records sealed in user space (tls_seal.h). */
 #include "tls_seal.h"
 
-#include "tls_keys.h"
-
 #include <errno.h>
 #include <linux/tls.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
-#define TAG_LEN          16u
-#define EXPLICIT_LEN     8u
-#define RECORD_HEADER    5u
-#define TYPE_APPLICATION 23u
+#define EXPLICIT_LEN 8u
 
 /* OpenSSL's offer (its ktls.h, on Linux): the kernel's structure for the suite, and its
  * length, which says which member is meant. */
@@ -147,29 +142,29 @@ static void put_be64(uint8_t *at, uint64_t v)
 static size_t seal_record(struct xftp_tls_seal *s, uint8_t type, const uint8_t *plain, size_t n,
                           uint8_t *out)
 {
-        uint8_t nonce[12], aad[13], seq[8];
+        uint8_t nonce[XFTP_TLS_IV_LEN], aad[13], seq[8];
         size_t lead = s->explicit_nonce ? EXPLICIT_LEN : 0;
-        size_t body = lead + n + (s->tls13 ? 1 : 0) + TAG_LEN;
-        uint8_t *sealed = out + RECORD_HEADER + lead;
+        size_t body = lead + n + (s->tls13 ? 1 : 0) + XFTP_TLS_TAG;
+        uint8_t *sealed = out + XFTP_TLS_HEADER + lead;
         int outl = 0, more = 0;
 
         put_be64(seq, s->seq);
-        memcpy(nonce, s->iv, sizeof(nonce));
-        if (s->explicit_nonce)
-                memcpy(out + RECORD_HEADER, nonce + 4, EXPLICIT_LEN);
-        else
-                for (unsigned i = 0; i < 8; i++)
-                        nonce[4 + i] ^= seq[i];
-        out[0] = s->tls13 ? TYPE_APPLICATION : type;
+        if (s->explicit_nonce) {
+                memcpy(nonce, s->iv, sizeof(nonce));
+                memcpy(out + XFTP_TLS_HEADER, nonce + 4, EXPLICIT_LEN);
+        } else {
+                xftp_tls_nonce(s->iv, s->seq, nonce);
+        }
+        out[0] = s->tls13 ? XFTP_TLS_APPLICATION : type;
         out[1] = 3;
         out[2] = 3;
         out[3] = (uint8_t)(body >> 8);
         out[4] = (uint8_t)body;
         /* Additional data: TLS 1.3 the header as sent; TLS 1.2 the sequence, type, version
          * and plaintext length. */
-        size_t aad_len = RECORD_HEADER;
+        size_t aad_len = XFTP_TLS_HEADER;
         if (s->tls13) {
-                memcpy(aad, out, RECORD_HEADER);
+                memcpy(aad, out, XFTP_TLS_HEADER);
         } else {
                 memcpy(aad, seq, 8);
                 memcpy(aad + 8, out, 3);
@@ -183,14 +178,15 @@ static size_t seal_record(struct xftp_tls_seal *s, uint8_t type, const uint8_t *
             (s->tls13 &&
              (EVP_EncryptUpdate(s->ctx, sealed + n, &more, &type, 1) != 1 || more != 1)) ||
             EVP_EncryptFinal_ex(s->ctx, sealed + n + more, &outl) != 1 || outl != 0 ||
-            EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, TAG_LEN, sealed + n + more) != 1)
+            EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, XFTP_TLS_TAG, sealed + n + more) !=
+                1)
                 return 0;
         OPENSSL_cleanse(nonce, sizeof(nonce));
         s->seq++;
         if (s->explicit_nonce) /* the next explicit nonce: the last 8 bytes, plus one */
                 for (int i = 11; i >= 4 && ++s->iv[i] == 0; i--)
                         ;
-        return RECORD_HEADER + body;
+        return XFTP_TLS_HEADER + body;
 }
 
 ssize_t xftp_tls_seal(struct xftp_tls_seal *s, uint8_t type, const void *plain, size_t len,

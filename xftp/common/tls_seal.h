@@ -21,18 +21,19 @@
 
 #include <openssl/evp.h>
 
-/* The most plaintext one record carries (2^14). */
-#define XFTP_TLS_RECORD_PLAIN 16384u
+#include "tls_record.h"
+
 /* The most a record adds to its plaintext: header 5, explicit nonce 8 (TLS 1.2 GCM) or
  * inner type 1 (TLS 1.3), tag 16. */
 #define XFTP_TLS_RECORD_EXTRA 29u
 
 struct xftp_tls_seal {
         EVP_CIPHER_CTX *ctx; /* keyed once; each record sets its nonce */
-        uint8_t iv[12];      /* XORed with the sequence; TLS 1.2 GCM: salt, explicit nonce */
-        uint64_t seq;        /* the next record's sequence number */
-        bool tls13;          /* the type rides inside the record, outer type 23 */
-        bool explicit_nonce; /* TLS 1.2 GCM: the nonce's last 8 bytes precede the record */
+        uint8_t
+            iv[XFTP_TLS_IV_LEN]; /* XORed with the sequence; TLS 1.2 GCM: salt, explicit nonce */
+        uint64_t seq;            /* the next record's sequence number */
+        bool tls13;              /* the type rides inside the record, outer type 23 */
+        bool explicit_nonce;     /* TLS 1.2 GCM: the nonce's last 8 bytes precede the record */
 };
 
 /* Takes the keys from crypto_info, OpenSSL's offer to the kernel (a struct

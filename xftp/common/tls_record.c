@@ -1,5 +1,5 @@
-/* TLS 1.3's key schedule steps (tls_keys.h). */
-#include "tls_keys.h"
+/* The TLS record layers' shared steps (tls_record.h). */
+#include "tls_record.h"
 
 #include <errno.h>
 #include <string.h>
@@ -44,4 +44,11 @@ int xftp_tls13_next_secret(const EVP_MD *md, const uint8_t *secret, size_t secre
                            uint8_t *next)
 {
         return expand_label(md, secret, secret_len, "traffic upd", next, secret_len);
+}
+
+void xftp_tls_nonce(const uint8_t iv[XFTP_TLS_IV_LEN], uint64_t seq, uint8_t nonce[XFTP_TLS_IV_LEN])
+{
+        memcpy(nonce, iv, XFTP_TLS_IV_LEN);
+        for (unsigned i = 0; i < 8; i++)
+                nonce[XFTP_TLS_IV_LEN - 8 + i] ^= (uint8_t)(seq >> (56 - 8 * i));
 }
