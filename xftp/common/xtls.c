@@ -49,7 +49,7 @@ struct tls_conn {
          * kept from one SSL_write (gathering). The plaintext of a sendv or sendfile (owed)
          * counts as sent only once all its records are on the socket. */
         bool records; /* a data connection: its writes go through the records BIO */
-        int fd;       /* the socket, for the records BIO */
+        int fd;       /* the socket (the records BIO has no xftp_conn) */
         /* TLS 1.3 reading (opening, tls_open.h): the peer's traffic secret as the key log
          * reported it, then the records read from the socket (in, from in_off) and the
          * content of one that did not fit the caller's buffer (plain, from plain_off). */
@@ -268,8 +268,6 @@ static bool wait_slice(int fd, short want, uint64_t start_ns)
  * MAC, padding. */
 #define RECORD_EXTRA_MAX 128u
 
-#define TYPE_APPLICATION 23
-
 /* OpenSSL 3's controls that hand a BIO the keys of a direction and the type of the next
  * message, as they do a socket's under kernel TLS (its internal bio.h). */
 #define CTRL_SET_KTLS        72
@@ -284,10 +282,10 @@ static size_t records_room(size_t len)
 
 /* Writes the records in out to the socket, without waiting: 0 when all are written,
  * -EAGAIN when some are left, or a negative errno. Under the lock. */
-static int write_out(struct tls_conn *t, int fd)
+static int write_out(struct tls_conn *t)
 {
         while (t->out_sent < t->out_len) {
-                ssize_t n = send(fd, t->out + t->out_sent, t->out_len - t->out_sent,
+                ssize_t n = send(t->fd, t->out + t->out_sent, t->out_len - t->out_sent,
                                  MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n > 0) {
                         t->out_sent += (size_t)n;
@@ -310,7 +308,7 @@ static int send_out(struct xftp_conn *c, struct tls_conn *t, uint64_t start_ns)
 {
         for (;;) {
                 pthread_mutex_lock(&t->lock);
-                int rc = write_out(t, c->fd);
+                int rc = write_out(t);
                 pthread_mutex_unlock(&t->lock);
                 if (rc != -EAGAIN || !start_ns || !wait_slice(c->fd, POLLOUT, start_ns))
                         return rc;
@@ -326,7 +324,7 @@ static int start_sealing(struct tls_conn *t, const void *crypto_info)
         if (OPENSSL_version_major() != 3 || xftp_tls_seal_init(&t->seal, crypto_info) < 0)
                 return -ENOTSUP;
         t->sealing = true;
-        t->next_type = TYPE_APPLICATION;
+        t->next_type = XFTP_TLS_APPLICATION;
         return 0;
 }
 
@@ -350,7 +348,7 @@ static int records_write(BIO *bio, const char *in, int len)
                 return len;
         }
         /* Any other message goes after every record already made. */
-        int rc = write_out(t, t->fd);
+        int rc = write_out(t);
         if (rc == -EAGAIN)
                 BIO_set_retry_write(bio);
         if (rc < 0)
@@ -364,16 +362,16 @@ static int records_write(BIO *bio, const char *in, int len)
                 return 0;
         if (!out_ready(t))
                 return errno = ENOMEM, -1;
-        if (xftp_tls_sealed_max((size_t)len) > OUT_ROOM)
+        if (records_room((size_t)len) > OUT_ROOM)
                 return errno = EMSGSIZE, -1;
         ssize_t made = xftp_tls_seal(&t->seal, t->next_type, in, (size_t)len, t->out);
-        t->next_type = TYPE_APPLICATION;
+        t->next_type = XFTP_TLS_APPLICATION;
         if (made < 0) {
                 t->broken = true;
                 return errno = (int)-made, -1;
         }
         t->out_len = (size_t)made;
-        write_out(t, t->fd); /* what is left goes by the next write or flush */
+        write_out(t); /* what is left goes by the next write or flush */
         return len;
 }
 
@@ -395,11 +393,11 @@ static long records_ctrl(BIO *bio, int cmd, long num, void *ptr)
         case CTRL_CLEAR_KTLS_TYPE:
                 if (!t->sealing)
                         break;
-                t->next_type = cmd == CTRL_SET_KTLS_TYPE ? (uint8_t)num : TYPE_APPLICATION;
+                t->next_type = cmd == CTRL_SET_KTLS_TYPE ? (uint8_t)num : XFTP_TLS_APPLICATION;
                 return 0;
         case BIO_CTRL_FLUSH: { /* what is made goes first (SSL_sendfile flushes, too) */
                 BIO_clear_retry_flags(bio);
-                int rc = write_out(t, t->fd);
+                int rc = write_out(t);
                 if (rc == -EAGAIN)
                         BIO_set_retry_write(bio);
                 if (rc < 0)
@@ -441,7 +439,6 @@ static int attach_records(struct tls_conn *t, int fd)
                 return -ENOMEM;
         }
         t->records = true;
-        t->fd = fd;
         BIO_set_data(records, t);
         BIO_set_init(records, 1);
         BIO_push(records, sock);
@@ -463,7 +460,7 @@ static int make_records(struct tls_conn *t, const char *data, size_t len)
                 rc = -EMSGSIZE;
         } else if (t->sealing) {
                 ssize_t made =
-                    xftp_tls_seal(&t->seal, TYPE_APPLICATION, data, len, t->out + t->out_len);
+                    xftp_tls_seal(&t->seal, XFTP_TLS_APPLICATION, data, len, t->out + t->out_len);
                 if (made < 0)
                         t->broken = true, rc = (int)made;
                 else
@@ -486,7 +483,7 @@ static int make_records(struct tls_conn *t, const char *data, size_t len)
 /* A KeyUpdate the peer asked for must be answered before the next application data
  * (RFC 8446 4.6.3); OpenSSL answers only at an SSL_write, which a sealed connection does
  * not call. Sent here under the old keys, after which OpenSSL gives the next ones (see
- * note_secret). Returns 0, -EAGAIN when its record waits for room in the socket (the
+ * keylog). Returns 0, -EAGAIN when its record waits for room in the socket (the
  * next call finishes it), or a negative errno. */
 static int answer_key_update(struct tls_conn *t)
 {
@@ -813,7 +810,7 @@ static void tls_shutdown(struct xftp_conn *c, struct tls_conn *t)
                                 rc = ssl_outcome(t, ret, &want);
                 }
                 if (handed)
-                        rc = write_out(t, c->fd);
+                        rc = write_out(t);
                 pthread_mutex_unlock(&t->lock);
                 int left = ds_deadline_left_ms(deadline);
                 if (rc != -EAGAIN || want != POLLOUT || left == 0 ||
@@ -1017,6 +1014,7 @@ static int wrap(struct xftp_conn *c, struct xftp_tls *tls, bool server, const ch
 
         if (!t)
                 return -ENOMEM;
+        t->fd = c->fd;
         /* A data connection writes through the records BIO; the control connection,
          * used by two threads and carrying little, writes to its socket. */
         if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
@@ -1082,10 +1080,11 @@ static void choose_reader(struct tls_conn *t)
         OPENSSL_cleanse(t->in_secret, sizeof(t->in_secret));
 }
 
-/* After a handshake: whether the kernel took the keys. Only the kernel's word moves the
- * connection to SSL_sendfile, which writes to the socket as it is: with keys sealed here,
- * that would be plaintext. */
-static void note_kernel(struct xftp_conn *c)
+/* After a handshake: whether the kernel took the sending keys, and who reads a data
+ * connection's records (choose_reader). Only the kernel's word moves the connection to
+ * SSL_sendfile, which writes to the socket as it is: with keys sealed here, that would be
+ * plaintext. */
+static void after_handshake(struct xftp_conn *c)
 {
         if (kernel_has(c->fd, TLS_TX)) {
                 c->ops = &tls_kernel_ops;
@@ -1116,7 +1115,7 @@ static int handshake_step(struct xftp_conn *c, bool server, bool must_resume, sh
                        -EPERM;
         }
         if (rc == 1) {
-                note_kernel(c);
+                after_handshake(c);
                 return 1;
         }
         t->broken = true;
