@@ -266,14 +266,24 @@ static int part_finish(int fd, const char *part, uint64_t size, const struct tim
         return 0;
 }
 
-/* The partial's (fd's) marks off, and its name: after this, part is local. */
+/* The partial's (fd's) marks off, and its name: after this, part is local. The marks go
+ * first, so that the final name never carries them. A rename that fails marks the partial
+ * again, whole to its end (its bytes were synced before the rename), so that it stays
+ * xftp's: --resume continues it and a plain run starts it over, neither refuses it. */
 static int part_rename(int fd, const char *part, const char *local, struct ds_error *err)
 {
+        char origin[64];
+        struct stat st;
+        ssize_t origin_len = fgetxattr(fd, ORIGIN_XATTR, origin, sizeof(origin));
         fremovexattr(fd, WHOLE_XATTR);
         fremovexattr(fd, ORIGIN_XATTR);
-        if (rename(part, local) < 0)
-                return ds_fail(err, -errno, "rename %s to %s", part, local);
-        return 0;
+        if (rename(part, local) == 0)
+                return 0;
+        int rc = ds_fail(err, -errno, "rename %s to %s", part, local);
+        if (origin_len > 0)
+                fsetxattr(fd, ORIGIN_XATTR, origin, (size_t)origin_len, 0);
+        write_whole(fd, fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0);
+        return rc;
 }
 
 /* A finished partial synced and renamed to local, the rename synced too. */
