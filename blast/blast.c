@@ -56,6 +56,7 @@ enum {
         OPT_VERSION
 };
 
+static const char short_options[] = ":x:d:p:l:n:w:r:12q:R:i:f:h";
 static const struct option long_options[] = {
     {"verify", no_argument, NULL, OPT_VERIFY},   {"flow", required_argument, NULL, OPT_FLOW},
     {"op", required_argument, NULL, OPT_OP},     {"window", required_argument, NULL, OPT_WINDOW},
@@ -104,8 +105,7 @@ static void parse(int argc, char **argv, struct ds_blast_options *o)
         bool count_given = false;
         int c;
         opterr = 0; /* one line of our own instead of getopt's and the usage */
-        while ((c = getopt_long(argc, argv, ":x:d:p:l:n:w:r:12q:R:i:f:h", long_options, NULL)) !=
-               -1) {
+        while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
                 switch (c) {
                 case 'x':
                         link = optarg;
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
             .streams = 1,
             .flow = DS_FLOW_CREDIT,
         };
-        argc = ds_live_take_option(argc, argv);
+        argc = ds_live_take_option(argc, argv, short_options, long_options);
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};

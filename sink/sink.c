@@ -52,6 +52,7 @@ enum {
         OPT_VERSION
 };
 
+static const char short_options[] = ":x:d:p:B:i:f:h";
 static const struct option long_options[] = {
     {"once", no_argument, NULL, OPT_ONCE},
     {"idle", required_argument, NULL, OPT_IDLE},
@@ -86,7 +87,7 @@ static void parse(int argc, char **argv, struct ds_sink_options *o)
         bool quiet = false;
         int c;
         opterr = 0; /* one line of our own instead of getopt's and the usage */
-        while ((c = getopt_long(argc, argv, ":x:d:p:B:i:f:h", long_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
                 switch (c) {
                 case 'x':
                         link = optarg;
@@ -156,7 +157,7 @@ int main(int argc, char **argv)
 {
         struct ds_sink_options o = {
             .where = {.port = 5050}, .idle_ms = 3000, .max_msg = 64u << 20, .max_peers = 64};
-        argc = ds_live_take_option(argc, argv);
+        argc = ds_live_take_option(argc, argv, short_options, long_options);
         parse(argc, argv, &o);
         ds_cli_catch_stop(&stop_requested);
         struct ds_error err = {{0}};

@@ -84,11 +84,12 @@ int main(int argc, char **argv)
             {"memory", required_argument, NULL, 'm'}, {"all", no_argument, NULL, 'a'},
             {"version", no_argument, NULL, 'V'},      {"interval", required_argument, NULL, 'i'},
             {"rate", required_argument, NULL, 'R'},   {NULL, 0, NULL, 0}};
+        static const char shortopts[] = ":fu:s:m:ai:R:h";
         struct stripe_cmd cmd = {.size = 256ull << 20};
         const struct subcommand *sub = NULL;
         int opt;
 
-        argc = ds_live_take_option(argc, argv);
+        argc = ds_live_take_option(argc, argv, shortopts, longopts);
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
                 printf("stripe (dragstrip) %s\n", DS_VERSION);
                 return 0;
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
          * permutation: `put SRC DIRS --json`); `--` ends them, for a name that starts with -. */
         optind = 2;
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, ":fu:s:m:ai:R:h", longopts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
                 if (strchr("fudsmaiR", opt) && !strchr(sub->allowed, opt))
                         errx(2, "%s: option -%c does not apply (see stripe --help)", sub->name,
                              opt == 'd' ? '-' : opt);

@@ -22,6 +22,7 @@ atomic_bool ttcp_stop;
 
 enum { OPT_ZEROCOPY = 256, OPT_SPLICE, OPT_JSON, OPT_TIMEOUT, OPT_VERSION };
 
+static const char short_options[] = ":trsul:n:b:p:DA:O:f:TvdP:w:i:R:h";
 static const struct option long_options[] = {
     {"transmit", no_argument, NULL, 't'},
     {"receive", no_argument, NULL, 'r'},
@@ -108,8 +109,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
             .timeout_s = -1, /* until the options say whether -s is in force */
         };
         opterr = 0; /* one line of our own instead of getopt's two */
-        while ((c = getopt_long(argc, argv, ":trsul:n:b:p:DA:O:f:TvdP:w:i:R:h", long_options,
-                                NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
                 switch (c) {
                 case 't':
                         transmit = true;
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
         const char *role;
         int rc;
 
-        argc = ds_live_take_option(argc, argv);
+        argc = ds_live_take_option(argc, argv, short_options, long_options);
         parse_options(argc, argv, &opt);
         check_options(&opt);
         ds_cli_catch_stop(&ttcp_stop);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,14 +37,45 @@ void ds_live_disable(void)
         atomic_store(&publishing_disabled, true);
 }
 
-int ds_live_take_option(int argc, char **argv)
+/* Whether the option word arg takes the next word as its value, as getopt_long reads it
+ * with the tool's shorts and longs (an abbreviated long name included). */
+static bool takes_next_word(const char *arg, const char *shorts, const struct option *longs)
+{
+        if (arg[1] == '-') {
+                const char *name = arg + 2;
+                size_t len = strlen(name);
+                const struct option *abbreviated = NULL;
+                if (strchr(name, '='))
+                        return false;
+                for (const struct option *o = longs; o && o->name; o++) {
+                        if (strcmp(o->name, name) == 0)
+                                return o->has_arg == required_argument;
+                        if (!abbreviated && strncmp(o->name, name, len) == 0)
+                                abbreviated = o;
+                }
+                return abbreviated && abbreviated->has_arg == required_argument;
+        }
+        for (const char *c = arg + 1; *c; c++) {
+                const char *spec = *c == ':' ? NULL : strchr(shorts, *c);
+                /* Its value is the rest of the word, else (unless optional) the next word. */
+                if (spec && spec[1] == ':')
+                        return c[1] == '\0' && spec[2] != ':';
+        }
+        return false;
+}
+
+int ds_live_take_option(int argc, char **argv, const char *shorts, const struct option *longs)
 {
         int kept = 1, i = 1;
         for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-                if (strcmp(argv[i], "--no-stats") == 0)
+                if (strcmp(argv[i], "--no-stats") == 0) {
                         ds_live_disable();
-                else
-                        argv[kept++] = argv[i];
+                        continue;
+                }
+                argv[kept++] = argv[i];
+                if (argv[i][0] == '-' && argv[i][1] && i + 1 < argc &&
+                    takes_next_word(argv[i], shorts, longs))
+                        argv[kept++] = argv[++i]; /* a value, whatever it reads like */
         }
         while (i < argc)
                 argv[kept++] = argv[i++];

@@ -1,6 +1,7 @@
 /* The live-counter segment in /dev/shm. */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -374,6 +375,35 @@ static void test_live_parse_rejects_future_truncated_and_garbage_segments(void *
         ds_live_close(live);
 }
 
+/* A tool's options as getopt_long reads them: -o and --output take a value, -q and
+ * --quiet none, -v and --verbose one only within their word. */
+static const char tool_shorts[] = ":o:qv::";
+static const struct option tool_longs[] = {{"output", required_argument, NULL, 'o'},
+                                           {"quiet", no_argument, NULL, 'q'},
+                                           {"verbose", optional_argument, NULL, 'v'},
+                                           {NULL, 0, NULL, 0}};
+
+static void test_live_no_stats_as_an_options_value_is_left_to_the_tool(void **state)
+{
+        (void)state;
+        char *argv[] = {"tool", "-o",         "--no-stats", "--output",   "--no-stats",
+                        "-qo",  "--no-stats", "--out",      "--no-stats", "host",
+                        "-o",   "--no-stats", NULL};
+        char *expected[] = {"tool",       "-o",   "--no-stats", "--output",
+                            "--no-stats", "-qo",  "--no-stats", "--out",
+                            "--no-stats", "host", "-o",         "--no-stats"};
+        assert_int_equal(ds_live_take_option(12, argv, tool_shorts, tool_longs), 12);
+        for (int i = 0; i < 12; i++)
+                assert_string_equal(argv[i], expected[i]);
+        assert_null(argv[12]);
+
+        struct ds_live *live;
+        int shared = -1;
+        assert_int_equal(ds_live_open(&live, "tool", "send", "tcp", &shared, NULL), 0);
+        assert_int_equal(shared, 1); /* the values above did not turn publishing off */
+        ds_live_close(live);
+}
+
 /* Last: --no-stats holds for the rest of the process. */
 static void test_live_no_stats_option_keeps_counters_private(void **state)
 {
@@ -381,9 +411,18 @@ static void test_live_no_stats_option_keeps_counters_private(void **state)
         char path[64];
         segment_path(path, sizeof(path));
         char *plain[] = {"blast", "-l", "1M", "host", NULL};
-        assert_int_equal(ds_live_take_option(4, plain), 4);
+        assert_int_equal(ds_live_take_option(4, plain, tool_shorts, tool_longs), 4);
+        /* Beside options whose value is in their own word, or that take none, it is taken. */
+        char *words[] = {"tool",          "-q",         "--no-stats", "-ofile",     "--no-stats",
+                         "--output=file", "--no-stats", "-v",         "--no-stats", "--verbose",
+                         "--no-stats",    "-",          "--no-stats", NULL};
+        char *kept[] = {"tool", "-q", "-ofile", "--output=file", "-v", "--verbose", "-"};
+        assert_int_equal(ds_live_take_option(13, words, tool_shorts, tool_longs), 7);
+        for (int i = 0; i < 7; i++)
+                assert_string_equal(words[i], kept[i]);
+        assert_null(words[7]);
         char *argv[] = {"blast", "--no-stats", "-l", "1M", "host", "--", "--no-stats", NULL};
-        assert_int_equal(ds_live_take_option(7, argv), 6);
+        assert_int_equal(ds_live_take_option(7, argv, tool_shorts, tool_longs), 6);
         assert_string_equal(argv[1], "-l");
         assert_string_equal(argv[3], "host");
         assert_string_equal(argv[5], "--no-stats"); /* after "--": an operand */
@@ -414,6 +453,7 @@ int main(void)
             cmocka_unit_test(test_fault_names_are_the_json_keys),
             cmocka_unit_test(test_live_slots_publish_each_stream_and_are_reused_once_ended),
             cmocka_unit_test(test_live_parse_rejects_future_truncated_and_garbage_segments),
+            cmocka_unit_test(test_live_no_stats_as_an_options_value_is_left_to_the_tool),
             cmocka_unit_test(test_live_no_stats_option_keeps_counters_private),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

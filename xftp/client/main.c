@@ -116,12 +116,14 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                                               {"help", no_argument, NULL, 'h'},
                                               {"version", no_argument, NULL, OPT_VERSION},
                                               {NULL, 0, NULL, 0}};
+        static const char shorts[] = ":P:b:x:rj:uR:i:qkh";
         int c;
 
         *cli = (struct cli){
             .job = {.streams = 1, .block = XFTP_XFER_BLOCK, .timeout_ms = 30000, .stop = stop}};
+        argc = ds_live_take_option(argc, argv, shorts, longs);
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":P:b:x:rj:uR:i:qkh", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
                         cli->job.streams =
@@ -479,7 +481,6 @@ int main(int argc, char **argv)
         for (int fd = 0; fd <= 2; fd++)
                 if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
                         return 1;
-        argc = ds_live_take_option(argc, argv);
         parse_cli(argc, argv, &cli, &stop);
         ds_cli_catch_stop(&stop);
         if (ds_live_open(&live, "xftp", cli.op, cli.job.verbs ? "verbs" : "tcp", NULL, &err) < 0) {

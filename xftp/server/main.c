@@ -349,7 +349,7 @@ int main(int argc, char **argv)
         struct xftp_store *store;
         static struct throttle throttle; /* a few dozen KiB: not on the stack */
 
-        sv.argc = ds_live_take_option(argc, argv);
+        sv.argc = xftpd_options_take_no_stats(argc, argv);
         sv.argv = argv;
         xftpd_options_parse(sv.argc, argv, xftpd_options_read_config(sv.argc, argv), &sv.o);
         own_restart_only(&sv.o);

@@ -7,6 +7,7 @@
 
 #include <dragstrip/cli.h>
 #include <dragstrip/error.h>
+#include <dragstrip/live.h>
 #include <dragstrip/serve.h>
 
 #include <arpa/inet.h>
@@ -310,6 +311,7 @@ static void take_option(int c, const char *arg, const char *name, void *ctx)
         }
 }
 
+static const char shorts[] = ":p:b:c:h";
 static const struct option longs[] = {
     {"port", required_argument, NULL, 'p'},
     {"block", required_argument, NULL, 'b'},
@@ -362,7 +364,7 @@ static void take_command_line(int argc, char **argv, struct options *o, bool tak
 
         optind = 0; /* getopt's full reset: the command line is read more than once */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":p:b:c:h", longs, &index)) != -1) {
+        while ((c = getopt_long(argc, argv, shorts, longs, &index)) != -1) {
                 if (c == '?' || c == ':') {
                         if (take)
                                 ds_cli_bad_option("xftpd", argv, c);
@@ -422,6 +424,11 @@ void xftpd_options_parse(int argc, char **argv, char *config_text, struct option
         if (!o->max_mem)
                 o->max_mem =
                     ds_budget_default() > one_transfer ? ds_budget_default() : one_transfer;
+}
+
+int xftpd_options_take_no_stats(int argc, char **argv)
+{
+        return ds_live_take_option(argc, argv, shorts, longs);
 }
 
 char *xftpd_options_read_config(int argc, char **argv)

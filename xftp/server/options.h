@@ -24,6 +24,9 @@ struct options {
         int idle_ms, login_ms, data_ms, ban_ms;
 };
 
+/* --no-stats taken out of argv, read with xftpd's options (ds_live_take_option). */
+int xftpd_options_take_no_stats(int argc, char **argv);
+
 /* The config file's text (malloc'd), or NULL without -c; exits 1 when it cannot be read. */
 char *xftpd_options_read_config(int argc, char **argv);
 

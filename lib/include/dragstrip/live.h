@@ -93,10 +93,13 @@ struct ds_live;
 /* --no-stats: from now on ds_live_open() keeps the counters in private memory, so the
  * tool still reports but publishes nothing. Call it from main() before the first open. */
 void ds_live_disable(void);
-/* Every tool's --no-stats, taken out of argv (up to a "--") before its own parsing, so each
- * main() needs one line: argc = ds_live_take_option(argc, argv). Calls ds_live_disable()
- * if it was there; returns the new argc. */
-int ds_live_take_option(int argc, char **argv);
+struct option;
+/* Every tool's --no-stats, taken out of argv before its own parsing, so each main() needs
+ * one line: argc = ds_live_take_option(argc, argv, shorts, longs), with the option string
+ * and long options the tool gives getopt_long. Only an option is taken: never another
+ * option's value (`-o --no-stats` where -o takes one) nor a word after "--". Calls
+ * ds_live_disable() if it was there; returns the new argc. */
+int ds_live_take_option(int argc, char **argv, const char *shorts, const struct option *longs);
 
 /* Creates the segment for this process, first removing any left in /dev/shm by processes
  * that are gone (killed before ds_live_close). If shared memory is refused (or publishing
