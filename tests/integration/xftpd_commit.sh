@@ -146,6 +146,34 @@ done = evs.index(('rename', root + '/gone'))
 assert ('sync', root + '/gone') in evs[done:], 'a vanished client left its name unsynced: %s' % evs
 print('ok a client gone without QUIT has its name synced as the session ends')
 
+# An upload that replaces a big file: the old file's blocks are freed (its last reference
+# dropped) after the 226, on a thread apart from the one that answers.
+trace = work + '/trace-replace'
+c, tracer = traced(server, login_plain, ['-f', '-qq', '-y', '-o', trace, '-e',
+                                         'trace=renameat,sendmsg,close'])
+c.expect(257, 'MKD rep')
+c.expect(200, 'TYPE I')
+big = 17 << 20  # over XFTP_RELEASE_APART
+put(c, 'rep/big', b'o' * big)
+put(c, 'rep/big', b'n' * big)
+c.expect(221, 'QUIT')
+c.closed()
+time.sleep(0.3)
+tracer.terminate()
+tracer.wait()
+with open(root + '/rep/big', 'rb') as f:
+    assert f.read() == b'n' * big, 'the replacing upload is not what the name holds'
+lines = [l for l in open(trace)]
+renamed = [i for i, l in enumerate(lines) if 'renameat(' in l and '/rep>' in l]
+assert len(renamed) == 2, 'two uploads, renames: %s' % lines
+answered = next(i for i in range(renamed[1], len(lines)) if '"226 ' in lines[i])
+freed = [i for i, l in enumerate(lines) if 'close(' in l and '/rep/big' in l and '(deleted)' in l]
+assert freed, 'the replaced file was not held apart: %s' % lines[renamed[1]:]
+assert freed[0] > answered, 'the replaced file was freed before the 226'
+assert lines[freed[0]].split()[0] != lines[answered].split()[0], \
+    'the replaced file was freed on the answering thread'
+print('ok a replaced big file is freed after the 226, apart from the answering thread')
+
 # The directory's sync fails (EIO): the 226 has gone, so the next command ends the session.
 if os.path.ismount(root + '/tmp'):
     c, tracer = traced(server, login_plain, ['-qq', '-o', '/dev/null', '-e', 'trace=fsync',

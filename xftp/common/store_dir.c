@@ -3,6 +3,7 @@
  * ".xftpd-part.KEY.len" holding the length of its whole prefix (the resume point) as
  * decimal text once an upload has run a second; KEY is a hash of the name, a dot
  * and a hash of the user, so the partials of one name are found by prefix. */
+#include "release.h"
 #include "store_int.h"
 
 #include <dragstrip/clock.h>
@@ -38,8 +39,9 @@ struct dir_store {
 struct dir_file {
         struct xftp_store_file base;
         int fd;
-        int parent_fd; /* uploads: the directory the file lands in */
-        int mark_fd;   /* uploads: the resume point's file, made when first written */
+        int parent_fd;   /* uploads: the directory the file lands in */
+        int mark_fd;     /* uploads: the resume point's file, made when first written */
+        int replaced_fd; /* committed uploads: the file the commit replaced (release.h) */
         uint64_t marked;
         uint64_t marked_ns; /* when a point was last tried, its bytes synced */
         uint64_t unmarked;  /* the whole prefix not written yet, written if the upload is kept
@@ -361,7 +363,7 @@ static int file_wrap(int fd, struct xftp_store *store, struct dir_file **out)
         file->base.store = store;
         file->fd = fd;
         file->parent_fd = -1;
-        file->mark_fd = -1;
+        file->mark_fd = file->replaced_fd = -1;
         int rc = xftp_xfile_plain(&file->base.xfile, fd, xfile_flags(store, false), &err);
         if (rc < 0) {
                 free(file);
@@ -589,7 +591,7 @@ static int dir_create(struct xftp_store *store, const char *path,
         if (!file)
                 return -ENOMEM;
         file->base.store = store;
-        file->fd = file->mark_fd = -1;
+        file->fd = file->mark_fd = file->replaced_fd = -1;
         file->upload = true;
         file->parent_fd = open_parent(store, path, &leaf);
         int rc = file->parent_fd;
@@ -723,8 +725,13 @@ static int dir_commit(struct xftp_store_file *base)
                 file->unmarked = file->marked > file->unmarked ? file->marked : file->unmarked;
                 file->marked = 0;
         }
-        if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0)
-                return -errno;
+        int replaced = xftp_release_hold(file->parent_fd, file->leaf);
+        if (renameat(file->parent_fd, file->part, file->parent_fd, file->leaf) < 0) {
+                rc = -errno;
+                close_keep(replaced, 0); /* still named: closing it frees nothing */
+                return rc;
+        }
+        file->replaced_fd = replaced;
         file->committed = true;
         return 0;
 }
@@ -774,6 +781,7 @@ static bool dir_file_close(struct xftp_store_file *base, bool keep)
         for (int *fd = &file->fd; fd <= &file->mark_fd; fd++)
                 if (*fd >= 0)
                         close(*fd);
+        xftp_release_later(file->replaced_fd); /* after the reply: the blocks go apart */
         free(file);
         return kept;
 }
