@@ -543,8 +543,8 @@ static struct xverbs *stream_new(struct ds_link *link, bool sender, struct ds_er
 /* What the receiver checks in a hello before it registers anything. */
 struct admission {
         unsigned streams;
-        const struct xftp_verbs_buffers *buffers; /* lent as receive slots; may be NULL */
-        uint32_t seen;                            /* streams already accepted, by bit */
+        struct xftp_verbs_buffers *buffers; /* lent as receive slots; may be NULL */
+        uint32_t seen;                      /* streams already accepted, by bit */
         uint64_t run_id;
         char why[128];
 };
@@ -582,6 +582,8 @@ static uint32_t admit(struct ds_session *s, void *ctx)
                 h->window = XFTP_VERBS_WINDOW;
         a->seen |= 1u << h->stream;
         a->run_id = h->run_id;
+        if (a->buffers)
+                xftp_verbs_buffers_join(a->buffers);
         if (a->buffers && h->stream < a->buffers->count)
                 s->recv_pool = a->buffers->pool[h->stream];
         return DS_ACK_OK;
@@ -667,7 +669,9 @@ static int connect_one(const struct xftp_addr *addr, unsigned stream, unsigned n
         struct xverbs *x = stream_new(link, true, err);
         if (!x)
                 return -ENOMEM;
-        const struct xftp_verbs_buffers *lend = opts->buffers;
+        struct xftp_verbs_buffers *lend = opts->buffers;
+        if (lend)
+                xftp_verbs_buffers_join(lend);
         if (lend && stream < lend->count) {
                 x->pool = lend->pool[stream];
                 x->pool_lent = true;

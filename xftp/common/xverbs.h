@@ -78,8 +78,9 @@ struct xftp_verbs_opts {
         int timeout_ms;    /* each set-up step, the hello, and a sender's wait at close */
         atomic_bool *stop; /* may be NULL; when set, a set-up wait ends with -EINTR */
         /* may be NULL: each stream then makes its own; else stream i borrows pool[i]
-         * where there is one (reserve, or free, joined any warming) */
-        const struct xftp_verbs_buffers *buffers;
+         * where there is one. A warming thread still making them is joined once a link's
+         * rdma_cm connection is made, before its hello: their making overlaps that. */
+        struct xftp_verbs_buffers *buffers;
 };
 
 /* Whether this build has verbs and an RDMA device serves local's host (the address a

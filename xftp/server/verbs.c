@@ -136,8 +136,8 @@ void xfer_free_verbs_buffers(struct session *s)
 }
 
 /* Counted from the bytes held, not the pools made, so that the reply need not wait for
- * the warming thread (xfer_open_verbs joins it before any link borrows a pool): a pool
- * it failed to make is held bytes that the stream's own replaces. */
+ * the warming thread (the links join it before any borrows a pool): a pool it failed to
+ * make is held bytes that the stream's own replaces. */
 uint64_t xfer_verbs_need(const struct session *s, unsigned n)
 {
         uint64_t pool = xftp_verbs_buffers_stream_bytes(), held = s->verbs_held / pool;
@@ -175,9 +175,9 @@ int xfer_open_verbs(struct session *s, struct xftp_conn *conns, unsigned n, bool
         }
         xfer_drop_kept(s);
         /* The 150 first: the client opens or accepts its links once it has read it, and
-         * its rdma_cm handshake hides the rest of the buffers' making. */
+         * the rdma_cm handshake hides the rest of the buffers' making (the links join the
+         * warming thread before their hello). */
         session_reply(s, "150 Opening %u verbs data channel%s.", n, n > 1 ? "s" : "");
-        xftp_verbs_buffers_join(&s->verbs_buffers);
         if (upload) {
                 rc = xftp_verbs_accept(s->verbs_listener, xfer_third_host_ok(s) ? NULL : &s->peer,
                                        conns, n, &opts, &err);
