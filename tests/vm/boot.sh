@@ -111,7 +111,7 @@ DSVM_KV="" DSVM_KERNEL="" DSVM_INITRD="" DSVM_MODULES="" DSVM_INIT_SUM=""
 if [ ! -f "$DSVM_KERNEL" ] || [ ! -f "$DSVM_INITRD" ]; then
 	die "the VM in $cache is incomplete: rerun tests/vm/prepare.sh $cache"
 fi
-sum=$(sha256sum "$here/init" "$here/prepare.sh" | sha256sum | cut -c1-16)
+sum=$(cat "$here/init" "$here/prepare.sh" | sha256sum | cut -c1-16)
 [ "$sum" = "$DSVM_INIT_SUM" ] ||
 	die "the initramfs in $cache predates changes to tests/vm/init or prepare.sh: rerun tests/vm/prepare.sh $cache"
 

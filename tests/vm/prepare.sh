@@ -67,7 +67,7 @@ fi
 [ -n "$kpkg" ] || die "apt-cache depends linux-image-amd64 names no linux-image-<abi> package"
 kv=${kpkg#linux-image-}
 
-init_sum=$(sha256sum "$here/init" "$here/prepare.sh" | sha256sum | cut -c1-16)
+init_sum=$(cat "$here/init" "$here/prepare.sh" | sha256sum | cut -c1-16)
 stamp="$kv $init_sum $MODULES"
 if [ -f "$cache/current.env" ] && [ -f "$cache/stamp" ] && [ "$(cat "$cache/stamp")" = "$stamp" ] &&
 	[ -f "$cache/$kv/initrd.cpio.gz" ]; then
