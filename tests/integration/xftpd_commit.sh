@@ -153,16 +153,17 @@ c, tracer = traced(server, login_plain, ['-f', '-qq', '-y', '-o', trace, '-e',
                                          'trace=renameat,sendmsg,close'])
 c.expect(257, 'MKD rep')
 c.expect(200, 'TYPE I')
-big = 17 << 20  # over XFTP_RELEASE_APART
-put(c, 'rep/big', b'o' * big)
-put(c, 'rep/big', b'n' * big)
+big = 17 << 20  # over XFTP_RELEASE_APART, allocated even where the disk compresses
+new = os.urandom(big)
+put(c, 'rep/big', os.urandom(big))
+put(c, 'rep/big', new)
 c.expect(221, 'QUIT')
 c.closed()
 time.sleep(0.3)
 tracer.terminate()
 tracer.wait()
 with open(root + '/rep/big', 'rb') as f:
-    assert f.read() == b'n' * big, 'the replacing upload is not what the name holds'
+    assert f.read() == new, 'the replacing upload is not what the name holds'
 lines = [l for l in open(trace)]
 renamed = [i for i, l in enumerate(lines) if 'renameat(' in l and '/rep>' in l]
 assert len(renamed) == 2, 'two uploads, renames: %s' % lines

@@ -5,16 +5,41 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <linux/magic.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 /* One thread at a time: a run of big replacements frees one file apart and the next in
  * line, so no more than two are ever held at once. */
 static atomic_bool busy;
 
+/* Where an open file of a removed name costs nothing more: a network file system instead
+ * keeps it under a name of its own (NFS's .nfsXXXX) until it closes. */
+static bool frees_on_close(int dir_fd)
+{
+        struct statfs fs;
+        if (fstatfs(dir_fd, &fs) < 0)
+                return false;
+        switch ((unsigned long)fs.f_type) {
+        case EXT4_SUPER_MAGIC:
+        case XFS_SUPER_MAGIC:
+        case BTRFS_SUPER_MAGIC:
+        case TMPFS_MAGIC:
+                return true;
+        default:
+                return false;
+        }
+}
+
 int xftp_release_hold(int dir_fd, const char *leaf)
 {
+        struct stat sb;
+        if (fstatat(dir_fd, leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode) ||
+            sb.st_nlink != 1 || (uint64_t)sb.st_blocks * 512 < XFTP_RELEASE_APART ||
+            !frees_on_close(dir_fd))
+                return -1;
         return openat(dir_fd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
@@ -27,14 +52,12 @@ static void *release(void *arg)
 
 void xftp_release_later(int fd)
 {
-        struct stat sb;
         pthread_t thread;
         pthread_attr_t attr;
 
         if (fd < 0)
                 return;
-        bool big = fstat(fd, &sb) == 0 && (uint64_t)sb.st_blocks * 512 >= XFTP_RELEASE_APART;
-        if (!big || atomic_exchange(&busy, true)) {
+        if (atomic_exchange(&busy, true)) {
                 close(fd);
                 return;
         }

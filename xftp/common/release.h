@@ -7,13 +7,14 @@
 #ifndef XFTP_RELEASE_H
 #define XFTP_RELEASE_H
 
-/* A reference (an O_PATH descriptor) to leaf in dir_fd as it is now, or -1 when there is
- * none (no such name; nothing is held then, and the rename frees nothing). */
+/* A reference (an O_PATH descriptor) to leaf in dir_fd as it is now, or -1 when none is
+ * worth holding: no such name, not a regular file of one link, under XFTP_RELEASE_APART
+ * bytes allocated, or a file system that is not known to free a removed file at its
+ * close (ext4, XFS, btrfs, tmpfs; NFS would show it as .nfsXXXX meanwhile). */
 int xftp_release_hold(int dir_fd, const char *leaf);
 
-/* Drops a reference xftp_release_hold took (-1: nothing). A file of XFTP_RELEASE_APART
- * bytes or more goes on a detached thread, one at a time per process; anything else, or
- * when that thread is busy or cannot start, is closed here. */
+/* Drops a reference xftp_release_hold took (-1: nothing) on a detached thread, one at a
+ * time per process; when that thread is busy or cannot start, it is closed here. */
 void xftp_release_later(int fd);
 
 #define XFTP_RELEASE_APART (16ull << 20)

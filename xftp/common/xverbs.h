@@ -51,7 +51,8 @@ struct xftp_conn;
  * waiting, where registering them takes under 1 ms. xftp makes them (and loads the verbs
  * libraries) in a thread while it logs in and keeps them for the connection's transfers;
  * xftpd in a thread after RPSV or RPRT, for that transfer. Zero is empty. The warming
- * thread owns the struct until reserve or free joins it: nobody reads it meanwhile. */
+ * thread owns the struct until reserve, free or a link (xftp_verbs_opts) joins it: nobody
+ * reads it meanwhile. */
 struct xftp_verbs_buffers {
         struct ds_pool *pool[XFTP_MODEE_MAX_STREAMS];
         unsigned count;  /* pools made, for streams 0..count-1 */
@@ -79,7 +80,8 @@ struct xftp_verbs_opts {
         atomic_bool *stop; /* may be NULL; when set, a set-up wait ends with -EINTR */
         /* may be NULL: each stream then makes its own; else stream i borrows pool[i]
          * where there is one. A warming thread still making them is joined once a link's
-         * rdma_cm connection is made, before its hello: their making overlaps that. */
+         * rdma_cm connection is made (a sender before it says hello, a receiver when the
+         * hello came, before its answer): their making overlaps the handshake. */
         struct xftp_verbs_buffers *buffers;
 };
 
