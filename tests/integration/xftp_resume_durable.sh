@@ -173,6 +173,53 @@ PY
 	fail "an upload cut whose bytes cannot be synced"
 pass "an upload cut whose bytes cannot be synced is discarded, and its 451 says so"
 
+# xftpd: an upload whose resume point's sync fails (EIO, as strace makes it) ends there,
+# a second in, with a 451 that says why: the sender is not left to send the rest of a file
+# that can be neither committed nor kept. The session goes on.
+python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" <<'PY' ||
+import os, sys, time
+sys.path.insert(0, sys.argv[2])
+import xftpd_raw
+port, server = int(sys.argv[1]), sys.argv[5]
+
+
+def session():
+    c = xftpd_raw.Ctl(port)
+    c.login(sys.argv[3], sys.argv[4])
+    c.expect(200, 'TYPE I')
+    return c
+
+
+c, tracer = xftpd_raw.traced(server, session, ['-f', '-qq', '-o', '/dev/null', '-e',
+                                               'trace=fdatasync', '-e',
+                                               'inject=fdatasync:error=EIO'])
+payload = os.urandom(8 << 20)  # 4 s at 64 KiB each 30 ms
+conns = c.data('STOR failing.bin')
+sent = 0
+try:
+    while sent < len(payload):
+        conns[0].sendall(payload[sent:sent + 65536])
+        sent += 65536
+        time.sleep(0.03)
+except (BrokenPipeError, ConnectionResetError):
+    pass
+conns[0].close()
+code, text = c.reply()
+assert code == 451 and 'fdatasync' in text and 'Input/output error' in text, text
+assert sent < len(payload), 'the upload went on to its end after its sync failed: ' + text
+c.expect(550, 'PSIZ failing.bin')
+c.expect(200, 'NOOP')
+c.expect(221, 'QUIT')
+tracer.terminate()
+tracer.wait()
+print(text)
+PY
+	fail "an upload whose resume point's sync fails"
+[ ! -e "$work/root/failing.bin" ] || fail "an upload whose sync failed took its name"
+grep -q 'STOR /failing.bin .* partial discarded' "$work/xftpd.log" ||
+	fail "xftpd's log does not say the failed upload's partial went: $(grep failing "$work/xftpd.log")"
+pass "an upload whose resume point's sync fails ends at once with 451, nothing kept"
+
 # xftp on a file system that keeps no attributes (every fsetxattr refused, as strace makes
 # it): no point can be recorded, and the partial is still synced once a second, not after
 # every block (64 KiB here: 3 s of them were over a hundred fdatasyncs). LeakSanitizer

@@ -67,7 +67,13 @@ wait "$roomer"
 [ "$status" -ne 0 ] || fail "xftpd took an upload whose writeback failed"
 [ ! -e "$work/disk/root/up.bin" ] || fail "an upload whose writeback failed took its name"
 [ -z "$(ls -A "$work/disk/root")" ] || fail "a failed upload left: $(ls -A "$work/disk/root"): $(cat "$work/put.err")"
-pass "xftpd fails an upload whose resume point's sync failed ($(head -c 120 "$work/put.err"))"
+grep -q '452 Insufficient storage space' "$work/put.err" ||
+	fail "xftp does not pass on xftpd's reason: $(cat "$work/put.err")"
+# It ended at that point, a second in, not after the 4 s the whole file takes.
+bytes=$(sed -n 's|.* STOR /up.bin \([0-9]*\) bytes .*|\1|p' "$work/xftpd.log")
+[ -n "$bytes" ] && [ "$bytes" -lt $((12 << 20)) ] ||
+	fail "xftpd took ${bytes:-all} bytes of an upload whose sync had failed"
+pass "xftpd ends an upload whose resume point's sync failed ($bytes bytes; $(head -c 120 "$work/put.err"))"
 
 # xftp: a get of 16 MiB (under its 64 MiB block: through the page cache) paced the same.
 fill_but 2

@@ -2,7 +2,8 @@
  * over several connections give identical bytes; ranges resume; a receiver refuses blocks
  * it was not told of, sees a sender that vanishes, and stops on its flag or deadline; a
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
- * that fails among them is reported with every piece waited for; a paced transfer keeps
+ * that fails among them is reported, as the file's failure, with every piece waited for;
+ * a resume point that cannot be made durable ends a receive there; a paced transfer keeps
  * to its rate, sending or receiving, without tripping the idle deadline; a receiving
  * backend that lends its own buffers (as verbs lends its slots) gets every loan back,
  * each once, with the bytes whole; a sending one that lends its buffers sends each block
@@ -407,9 +408,35 @@ static void test_a_failed_write_in_flight_is_reported_and_waited_for(void **stat
         fx->received = &received;
         assert_int_equal(copy(fx, XFTP_XFER_BLOCKS, 2, &opts, &result), -ENOSPC);
         fx->received = NULL;
+        assert_true(result.file_failed); /* the disk's failure, not the network's */
         assert_int_equal(received.started, received.finished);
         /* The prefix covers the four pieces written before the failure, no more. */
         assert_true(result.prefix_end <= 4u * (64u << 10));
+}
+
+/* A resume point's sync that fails with EIO, the first time it is asked for. */
+static int failing_prefix(uint64_t prefix_end, void *ctx)
+{
+        uint64_t *asked_at = ctx;
+        *asked_at = prefix_end;
+        return -EIO;
+}
+
+static void test_a_failed_resume_point_ends_the_receive_as_the_files_failure(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t asked_at = 0;
+        struct xftp_xfer_opts opts = {.block = 64 << 10,
+                                      .length = UINT64_MAX,
+                                      .limit = FILE_SIZE,
+                                      .on_prefix = failing_prefix,
+                                      .prefix_ctx = &asked_at};
+        struct xftp_xfer_result result;
+
+        assert_int_equal(copy(fx, XFTP_XFER_BLOCKS, 1, &opts, &result), -EIO);
+        assert_true(result.file_failed);
+        assert_true(asked_at > 0);
+        assert_true(result.bytes < FILE_SIZE); /* it ended there, not at the end */
 }
 
 /* A hand-made sender: writes raw bytes on one connection, then closes it. */
@@ -920,6 +947,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_stream_longer_than_announced_is_refused, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(
+                test_a_failed_resume_point_ends_the_receive_as_the_files_failure, setup, teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_blocks_with_a_gap_are_not_a_whole_file, setup,

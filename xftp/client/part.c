@@ -25,6 +25,8 @@
 #include <dragstrip/clock.h>
 #include <dragstrip/error.h>
 
+#include "xfer.h"
+
 #define WHOLE_XATTR  "user.xftp.whole"
 #define ORIGIN_XATTR "user.xftp.origin" /* what the partial is a part of */
 #define PART_SUFFIX  ".xftp-part"
@@ -85,13 +87,14 @@ static void record_durable(struct part_whole *w)
         w->recorded_ns = ds_now_ns();
 }
 
-void part_record_whole(uint64_t whole, void *ctx)
+int part_record_whole(uint64_t whole, void *ctx)
 {
         struct part_whole *w = ctx;
         if (whole > w->whole)
                 w->whole = whole;
-        if (w->whole > w->recorded && ds_now_ns() - w->recorded_ns >= PART_WHOLE_EVERY_NS)
+        if (w->whole > w->recorded && ds_now_ns() - w->recorded_ns >= XFTP_RESUME_POINT_EVERY_NS)
                 record_durable(w);
+        return w->failed;
 }
 
 void part_whole_final(struct part_whole *w)

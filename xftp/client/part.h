@@ -39,12 +39,9 @@ struct part_origin {
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, char *why, size_t why_room, struct ds_error *err);
 
-/* Where a partial download is whole, recorded on it as the data comes: at most once a
- * second, each time after the bytes below the point are made durable (fdatasync), so that
- * after a crash of the machine the point never names bytes the disk did not keep (they
- * would read back as zeros, and --resume would go on past them to a whole-looking file).
- * A killed xftp loses at most that second, fetched again when it resumes. */
-#define PART_WHOLE_EVERY_NS 1000000000ull
+/* Where a partial download is whole, recorded on it as the data comes: at most every
+ * XFTP_RESUME_POINT_EVERY_NS (xfer.h), each time after the bytes below the point are made
+ * durable (fdatasync). */
 struct part_whole {
         int fd;
         uint64_t whole;       /* the contiguous prefix written so far */
@@ -53,8 +50,9 @@ struct part_whole {
         int failed;           /* a sync's negative errno: no point moves after it */
 };
 /* Records that the partial download ((struct part_whole *)ctx) is whole up to whole, when
- * a second has passed since the last record (xftp_xfer's on_prefix). */
-void part_record_whole(uint64_t whole, void *ctx);
+ * XFTP_RESUME_POINT_EVERY_NS has passed since the last record (xftp_xfer's on_prefix).
+ * Returns 0, or a failed sync's negative errno (w->failed): the download ends at once. */
+int part_record_whole(uint64_t whole, void *ctx);
 /* Records the last point (durable first) on a partial left for --resume. After a failed
  * sync (w->failed) neither records: the error is told once, so the next sync would pass
  * over the lost pages, and the download must fail rather than take its name. */

@@ -224,6 +224,12 @@ static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
                 ftp_drop_kept(ftp); /* the server ended badly: it closes them */
         if (!receive && reply == 0)
                 ftp->stored = true;
+        /* Data the server cut off: its reply says why (a full disk, a failure of its own
+         * disk), where the broken connection alone would not. */
+        if ((rc == -EPIPE || rc == -ECONNRESET) && reply < 0) {
+                *err = reply_err;
+                return reply;
+        }
         return rc < 0 ? rc : reply;
 }
 
@@ -426,8 +432,6 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 t->bytes += result.bytes;
                 explain_get(rc, remote, part, size, bound, &result, o, err);
         }
-        if (rc == 0 && whole.failed) /* pages the disk did not take: never the final name */
-                rc = ds_fail(err, whole.failed, "fdatasync %s", part);
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
                               (unsigned long long)result.prefix_end, (unsigned long long)size),

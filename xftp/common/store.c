@@ -183,10 +183,9 @@ uint64_t xftp_store_upload_start(const struct xftp_store_file *file)
         return file->start;
 }
 
-void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
+int xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end)
 {
-        if (file->store->ops->prefix)
-                file->store->ops->prefix(file, prefix_end);
+        return file->store->ops->prefix ? file->store->ops->prefix(file, prefix_end) : 0;
 }
 
 int xftp_store_write_out(struct xftp_store_file *file)

@@ -95,8 +95,10 @@ int xftp_store_create(struct xftp_store *store, const char *path,
 /* The offset the upload's data starts at (offset, or the committed size for append). */
 uint64_t xftp_store_upload_start(const struct xftp_store_file *file);
 /* Records that bytes [0, prefix_end) of the upload are written, the resume point a later
- * REST may ask for. Cheap enough to call for every block. */
-void xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end);
+ * REST may ask for (made durable first, at most every XFTP_RESUME_POINT_EVERY_NS). Cheap
+ * enough to call for every block. Returns 0, or a negative errno when the upload's bytes
+ * could not be made durable: it cannot be committed or kept, and should end. */
+int xftp_store_upload_prefix(struct xftp_store_file *file, uint64_t prefix_end);
 /* Writes the upload's data out to the disk and waits for it, once all of it is written,
  * ahead of its commit, where the store can do that apart (a plain directory; a striped set
  * syncs in its commit); the commit then does not write it out again. Returns 0 or a

@@ -458,29 +458,22 @@ static int read_mark(int parent, const char *mark, int part_fd, uint64_t *size)
         return 0;
 }
 
-/* How often an upload's resume point is written: each time, the data below it is made
- * durable first, so that after a crash of the machine the point never names bytes the
- * disk did not keep (a piece written through the page cache, or blocks whose allocation
- * the journal had not committed, read back as zeros, and a resumed upload would go on
- * past them to a whole-looking file). A kill of the server loses at most this much, sent
- * again when the upload resumes. The first point comes a second into the upload: a tree's
- * small file never gives the mark a disk block, whose release when the mark went cost a
- * discard (1 ms here) per upload. */
-#define MARK_EVERY_NS 1000000000ull
-
-/* Writes the resume point prefix_end once the bytes below it are on the disk; left as it
- * was when they cannot be made so. A failed sync counts as a failed write-out: the error
- * is told once, so the next sync would pass over the lost pages (and the commit's wait
- * too); the upload then neither commits nor moves its point again. */
-static void mark_durable(struct dir_file *file, uint64_t prefix_end)
+/* Writes the resume point prefix_end once the bytes below it are on the disk (a piece
+ * written through the page cache, or blocks whose allocation the journal had not
+ * committed, would read back as zeros); left as it was when they cannot be made so.
+ * Returns 0, or the failed sync's negative errno: that counts as a failed write-out, for
+ * the error is told once, so the next sync would pass over the lost pages (and the
+ * commit's wait too); the upload then neither commits nor moves its point again, and
+ * the transfer ends at once rather than receive what it cannot keep. */
+static int mark_durable(struct dir_file *file, uint64_t prefix_end)
 {
         char text[MARK_LEN + 1];
 
         if (file->written_out < 0)
-                return;
+                return file->written_out;
         if (fdatasync(file->fd) < 0) {
                 file->written_out = -errno;
-                return;
+                return file->written_out;
         }
         /* The next sync a second on, even when this point cannot be written (no inode for
          * its file, something else at its name): else every piece would pay one. */
@@ -494,18 +487,22 @@ static void mark_durable(struct dir_file *file, uint64_t prefix_end)
         snprintf(text, sizeof(text), "%020" PRIu64 "\n", prefix_end);
         if (file->mark_fd >= 0 && pwrite(file->mark_fd, text, MARK_LEN, 0) == MARK_LEN)
                 file->marked = prefix_end;
+        return 0;
 }
 
-static void dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
+/* The first point comes a second into the upload: a tree's small file never gives the mark
+ * a disk block, whose release when the mark went cost a discard (1 ms here) per upload. */
+static int dir_prefix(struct xftp_store_file *base, uint64_t prefix_end)
 {
         struct dir_file *file = (struct dir_file *)base;
 
         if (prefix_end <= file->marked)
-                return;
+                return 0;
         if (prefix_end > file->unmarked)
                 file->unmarked = prefix_end;
-        if (ds_now_ns() - file->marked_ns >= MARK_EVERY_NS)
-                mark_durable(file, prefix_end);
+        if (ds_now_ns() - file->marked_ns < XFTP_RESUME_POINT_EVERY_NS)
+                return 0;
+        return mark_durable(file, prefix_end);
 }
 
 /* Copies [at, end) of src into the upload at the same offsets. */

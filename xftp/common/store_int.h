@@ -21,8 +21,8 @@ struct xftp_store_ops {
         int (*open_read)(struct xftp_store *store, const char *path, struct xftp_store_file **out);
         int (*create)(struct xftp_store *store, const char *path,
                       const struct xftp_store_upload *how, struct xftp_store_file **out);
-        void (*prefix)(struct xftp_store_file *file, uint64_t prefix_end); /* may be NULL */
-        int (*write_out)(struct xftp_store_file *file);                    /* may be NULL */
+        int (*prefix)(struct xftp_store_file *file, uint64_t prefix_end); /* may be NULL */
+        int (*write_out)(struct xftp_store_file *file);                   /* may be NULL */
         int (*commit)(struct xftp_store_file *file);
         /* The committed upload's directory, for the caller to sync and close; -1 when the
          * commit made the name durable itself. May be NULL (always -1). */

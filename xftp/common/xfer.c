@@ -84,6 +84,7 @@ struct pipeline {
         struct xftp_xfer_result *result;
         int failed; /* first negative errno, with its message in err */
         struct ds_error err;
+        bool file_failed; /* that first failure was the file's */
         _Atomic uint64_t last_progress_ns;
         size_t pace_chunk; /* -R: bytes a socket call moves at most; 0: unpaced */
 };
@@ -132,6 +133,18 @@ static int fail_locked(struct pipeline *pl, int rc, const struct ds_error *err)
 static int fail(struct pipeline *pl, int rc, const struct ds_error *err)
 {
         pthread_mutex_lock(&pl->lock);
+        fail_locked(pl, rc, err);
+        pthread_mutex_unlock(&pl->lock);
+        return rc;
+}
+
+/* As fail, for a failure of the file (a read, a write, a sync): xftpd answers it as its
+ * own local error, not as a cut connection. */
+static int fail_file(struct pipeline *pl, int rc, const struct ds_error *err)
+{
+        pthread_mutex_lock(&pl->lock);
+        if (pl->failed == 0)
+                pl->file_failed = true;
         fail_locked(pl, rc, err);
         pthread_mutex_unlock(&pl->lock);
         return rc;
@@ -807,6 +820,7 @@ static int finish(struct pipeline *pl, struct net_thread *threads, unsigned star
 {
         for (unsigned i = 0; i < started; i++)
                 pthread_join(threads[i].thread, NULL);
+        result->file_failed = pl->failed != 0 && pl->file_failed;
         result->seconds = ds_seconds_between(start_ns, ds_now_ns());
         result->mb_per_s = result->seconds > 0 ? (double)result->bytes / result->seconds / 1e6 : 0;
         if (pl->failed) {
@@ -920,7 +934,8 @@ static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint
                 rc = flight_start(pl, f, false, piece);
                 if (rc < 0) {
                         piece_done(pl, &piece);
-                        return ds_fail(err, rc, "read at %llu", (unsigned long long)*at);
+                        return fail_file(
+                            pl, ds_fail(err, rc, "read at %llu", (unsigned long long)*at), err);
                 }
                 *at += piece.len;
                 *left -= piece.len;
@@ -948,8 +963,10 @@ static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struc
                 if (got <= 0) {
                         piece_done(pl, &piece);
                         if (got < 0)
-                                rc = ds_fail(err, (int)got, "read at %llu",
-                                             (unsigned long long)piece.offset);
+                                rc = fail_file(pl,
+                                               ds_fail(err, (int)got, "read at %llu",
+                                                       (unsigned long long)piece.offset),
+                                               err);
                         break;
                 }
                 bool short_read = (size_t)got < piece.len;
@@ -1099,8 +1116,12 @@ static int written(struct pipeline *pl, struct xftp_ranges *arrived, const struc
                        -EPROTO;
         if (arrived->prefix != result->prefix_end) {
                 result->prefix_end = arrived->prefix;
-                if (o->on_prefix)
-                        o->on_prefix(result->prefix_end, o->prefix_ctx);
+                int rc = o->on_prefix ? o->on_prefix(result->prefix_end, o->prefix_ctx) : 0;
+                if (rc < 0)
+                        return fail_file(pl,
+                                         ds_fail(err, rc, "fdatasync before the resume point %llu",
+                                                 (unsigned long long)result->prefix_end),
+                                         err);
         }
         return 0;
 }
@@ -1113,7 +1134,8 @@ static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err
                 return push_piece(pl, &pl->to_disk, piece, err);
         int rc = pl->file->ops->write_at(pl->file, piece.buf, piece.len, piece.offset);
         if (rc < 0)
-                return ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset);
+                return fail_file(
+                    pl, ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset), err);
         rc = written(pl, pl->arrived, &piece, pl->result, err);
         if (rc == 0)
                 piece_done(pl, &piece);
@@ -1141,8 +1163,10 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                         rc = flight_start(pl, &f, true, piece);
                         if (rc < 0) {
                                 piece_done(pl, &piece);
-                                rc = ds_fail(err, rc, "write at %llu",
-                                             (unsigned long long)piece.offset);
+                                rc = fail_file(pl,
+                                               ds_fail(err, rc, "write at %llu",
+                                                       (unsigned long long)piece.offset),
+                                               err);
                                 break;
                         }
                         if (f.count < f.cap)
@@ -1151,8 +1175,10 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                 ssize_t wrc = flight_finish(pl, &f, &piece);
                 piece_done(pl, &piece);
                 if (wrc < 0) {
-                        rc = ds_fail(err, (int)wrc, "write at %llu",
-                                     (unsigned long long)piece.offset);
+                        rc = fail_file(pl,
+                                       ds_fail(err, (int)wrc, "write at %llu",
+                                               (unsigned long long)piece.offset),
+                                       err);
                         break;
                 }
                 rc = written(pl, arrived, &piece, result, err);

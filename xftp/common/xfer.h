@@ -31,6 +31,14 @@ struct xftp_conn;
 
 #define XFTP_XFER_BLOCK (4u << 20) /* default bytes per buffer and per MODE E block */
 
+/* How often a receiver records its resume point (xftpd's upload mark, xftp's partial's
+ * user.xftp.whole), each time after an fdatasync of the bytes below it, so that after a
+ * crash of the machine the point never names bytes the disk did not keep (they would read
+ * back as zeros, and a resumed transfer would go on past them to a whole-looking file). A
+ * killed receiver loses at most this much, sent again when the transfer resumes. The first
+ * point comes this long into a transfer: a tree's small file makes none. */
+#define XFTP_RESUME_POINT_EVERY_NS 1000000000ull
+
 /* What the pipeline needs of a file. The pipeline calls one file's operations from one
  * thread at a time (its disk thread); buffers are page-aligned and, but for the last piece
  * of a file, lengths and offsets are multiples of the block size. */
@@ -113,8 +121,10 @@ struct xftp_xfer_opts {
         struct ds_pace *pace;
         /* Receiving, may be NULL: called from the disk thread each time the contiguous range
          * written from offset grows, with its new end, so a caller can record how far a
-         * MODE E file is whole (the resume point) before the transfer ends. */
-        void (*on_prefix)(uint64_t prefix_end, void *ctx);
+         * MODE E file is whole (the resume point) before the transfer ends. A negative errno
+         * returned (the bytes could not be made durable) ends the transfer with it, a
+         * failure of the file's. */
+        int (*on_prefix)(uint64_t prefix_end, void *ctx);
         void *prefix_ctx;
         /* May be NULL: buffers lent for this transfer, used when they are as many as its
          * depth and as large as its block, else it maps its own. A caller moving many small
@@ -135,6 +145,8 @@ struct xftp_xfer_result {
         double seconds;      /* from the first byte's wait to the last write or send */
         double mb_per_s;     /* bytes / seconds / 10^6 */
         bool sendfile;       /* the data went by sendfile() */
+        bool file_failed;    /* the transfer failed first on the file (a read, a write, or
+                              * making the bytes durable), not on the network */
         bool kept;           /* MODE E, ended well, and no EOD said CLOSE (receiving) or
                               * XFTP_XFER_KEEP was asked (sending): the connections may carry
                               * the next transfer, GridFTP's cached data channels */

@@ -234,7 +234,7 @@ void xfer_reply_unopened(struct session *s)
 }
 
 /* Replies for a transfer cut short, and for the ABOR that cut it. */
-void xfer_reply_cut(struct session *s, int rc, const char *why)
+void xfer_reply_cut(struct session *s, int rc, bool local, const char *why)
 {
         if (atomic_load(&s->ctl_gone))
                 return;
@@ -256,6 +256,8 @@ void xfer_reply_cut(struct session *s, int rc, const char *why)
                               why);
         } else if (ds_stopping()) {
                 session_reply(s, "426 Server shutting down.");
+        } else if (local) {
+                session_reply(s, "451 Local error: %s.", why);
         } else {
                 session_reply(s, "426 Transfer failed: %s.", why);
         }

@@ -46,8 +46,9 @@ int xfer_open_data(struct session *s, struct xftp_conn *conns, unsigned n, bool 
  * or while a connection was awaited). */
 void xfer_reply_unopened(struct session *s);
 
-/* Replies for a transfer cut short (rc, why), and for the ABOR that cut it. */
-void xfer_reply_cut(struct session *s, int rc, const char *why);
+/* Replies for a transfer cut short (rc, why), and for the ABOR that cut it. local: the
+ * server's own disk failed it (a read, a write, a sync), not the data connection. */
+void xfer_reply_cut(struct session *s, int rc, bool local, const char *why);
 
 /* A transfer that ended well: "226 text", and a second 226 for an ABOR that came too
  * late to cut it (the client waits for a reply to it). */

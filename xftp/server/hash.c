@@ -21,7 +21,7 @@ static void reply_hash(struct session *s, int rc, const char *arg, uint64_t star
                 if (atomic_load(&s->aborted))
                         session_reply(s, "226 ABOR: the hash had ended.");
         } else if (atomic_load(&s->xfer_stop)) { /* ABOR, the client gone, or SIGTERM */
-                xfer_reply_cut(s, rc, err->text);
+                xfer_reply_cut(s, rc, false, err->text);
         } else {
                 session_reply(s, "451 Cannot hash %s: %s", arg, err->text);
         }

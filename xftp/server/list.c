@@ -152,7 +152,7 @@ void xfer_cmd_list(struct session *s, enum xftpd_verb verb, const char *arg)
                         if (rc == 0)
                                 xfer_reply_done(s, "Listing sent.");
                         else
-                                xfer_reply_cut(s, rc, strerror(-rc));
+                                xfer_reply_cut(s, rc, false, strerror(-rc));
                 }
                 watch_end(s);
                 if (!opened)

@@ -63,9 +63,9 @@ struct job {
                                * 0: its end is sure (ALLO reached, MODE E) */
 };
 
-static void on_prefix(uint64_t prefix_end, void *ctx)
+static int on_prefix(uint64_t prefix_end, void *ctx)
 {
-        xftp_store_upload_prefix(ctx, prefix_end);
+        return xftp_store_upload_prefix(ctx, prefix_end);
 }
 
 /* Whether ALLO announced a size and the upload's bytes reach exactly it. */
@@ -332,7 +332,7 @@ void xfer_cmd_retr(struct session *s, const char *arg)
         if (rc == 0)
                 xfer_reply_done(s, "Transfer complete.");
         else if (job.connected)
-                xfer_reply_cut(s, rc, job.err.text);
+                xfer_reply_cut(s, rc, job.result.file_failed, job.err.text);
         job_end(s, &job, false);
 }
 
@@ -406,11 +406,11 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
         bool whole = rc == 0 && upload_whole(s, &job);
         int commit_rc = whole ? xftp_store_commit(job.file) : sync_rc;
         rc = rc == 0 ? commit_rc : rc;
-        if (job.connected)
-                log_transfer(s, append ? "APPE" : "STOR", path, &job.result, whole && rc == 0,
-                             whole && rc == 0 ? "ok" : "kept partial");
+        const char *verb = append ? "APPE" : "STOR";
         bool full = rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG;
         if (whole && rc == 0) {
+                if (job.connected)
+                        log_transfer(s, verb, path, &job.result, true, "ok");
                 /* The data is on the disk and under its name; both are made durable later,
                  * one directory sync for a run of uploads (session_pay_owed). */
                 xfer_reply_done(s, "Transfer complete.");
@@ -421,6 +421,9 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
         /* Kept for REST unless the disk is full or the data overran what was announced;
          * closed before the reply, which says whether the partial could be kept. */
         bool kept = xftp_store_file_close(job.file, !full);
+        if (job.connected)
+                log_transfer(s, verb, path, &job.result, false,
+                             kept ? "kept partial" : "partial discarded");
         if (commit_rc < 0 && !full)
                 session_reply(s, "451 Cannot complete the upload: %s.", strerror(-commit_rc));
         else if (job.connected && rc == 0 && !atomic_load(&s->aborted) &&
@@ -433,6 +436,6 @@ void xfer_cmd_stor(struct session *s, const char *arg, bool append)
                                   ? "discarded (a striped store keeps no partial upload)"
                                   : "discarded (its bytes could not be made durable)");
         else if (job.connected || full)
-                xfer_reply_cut(s, rc, job.err.text);
+                xfer_reply_cut(s, rc, job.result.file_failed, job.err.text);
         xfer_reset(s);
 }
