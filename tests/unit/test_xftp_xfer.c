@@ -3,7 +3,8 @@
  * it was not told of, sees a sender that vanishes, and stops on its flag or deadline; a
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
  * that fails among them is reported, as the file's failure, with every piece waited for;
- * a resume point that cannot be made durable ends a receive there; a paced transfer keeps
+ * a resume point that cannot be made durable ends a receive there; a send cut short counts
+ * only what the connection took; a paced transfer keeps
  * to its rate, sending or receiving, without tripping the idle deadline; a receiving
  * backend that lends its own buffers (as verbs lends its slots) gets every loan back,
  * each once, with the bytes whole; a sending one that lends its buffers sends each block
@@ -437,6 +438,58 @@ static void test_a_failed_resume_point_ends_the_receive_as_the_files_failure(voi
         assert_true(result.file_failed);
         assert_true(asked_at > 0);
         assert_true(result.bytes < FILE_SIZE); /* it ended there, not at the end */
+}
+
+/* A connection that takes the first `budget` bytes whole and then breaks (-EPIPE), as a
+ * peer that goes away in the middle of a file. */
+struct breaking {
+        size_t budget, taken;
+};
+
+static ssize_t breaking_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
+{
+        struct breaking *b = c->impl;
+        size_t total = 0;
+        (void)flags;
+        for (int i = 0; i < cnt; i++)
+                total += iov[i].iov_len;
+        if (b->taken + total > b->budget)
+                return -EPIPE;
+        b->taken += total;
+        return (ssize_t)total;
+}
+
+static int breaking_close(struct xftp_conn *c)
+{
+        (void)c;
+        return 0;
+}
+
+/* A send cut short counts the bytes the connection took, not those read ahead of it. */
+static void test_a_cut_send_counts_only_the_bytes_sent(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct xftp_conn_ops breaking_ops = {
+            .name = "breaking", .sendv = breaking_sendv, .close = breaking_close};
+        struct xftp_xfer_opts opts = {
+            .block = 64 << 10, .length = UINT64_MAX, .limit = UINT64_MAX, .idle_ms = 5000};
+        struct breaking b = {.budget = 2 * (XFTP_MODEE_HEADER + (64 << 10))};
+        struct xftp_conn conn = {.ops = &breaking_ops, .fd = -1, .impl = &b};
+        struct xftp_xfer_result result;
+        struct xftp_xfile src;
+        struct ds_error err = {{0}};
+
+        int fd = open(fx->src, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(xftp_xfile_plain(&src, fd, 0, &err), 0);
+        opts.length = FILE_SIZE;
+        int rc = xftp_xfer_send_conns(&src, XFTP_XFER_BLOCKS, &conn, 1, &opts, &result, &err);
+        xftp_xfile_plain_close(&src);
+        assert_int_equal(close(fd), 0);
+        assert_int_equal(rc, -EPIPE);
+        assert_false(result.file_failed);
+        assert_int_equal(result.bytes, 2u * (64u << 10));
+        assert_int_equal(result.blocks, 2);
 }
 
 /* A hand-made sender: writes raw bytes on one connection, then closes it. */
@@ -949,6 +1002,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(
                 test_a_failed_resume_point_ends_the_receive_as_the_files_failure, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_a_cut_send_counts_only_the_bytes_sent, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_blocks_with_a_gap_are_not_a_whole_file, setup,

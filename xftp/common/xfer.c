@@ -85,6 +85,9 @@ struct pipeline {
         int failed; /* first negative errno, with its message in err */
         struct ds_error err;
         bool file_failed; /* that first failure was the file's */
+        /* sending: what the connections took, counted as they take it, so that a transfer
+         * cut short counts no byte it only read */
+        _Atomic uint64_t sent_bytes, sent_blocks;
         _Atomic uint64_t last_progress_ns;
         size_t pace_chunk; /* -R: bytes a socket call moves at most; 0: unpaced */
 };
@@ -498,8 +501,13 @@ static void *send_thread(void *arg)
                 if (!piece.end) {
                         if (!piece.lender || rc < 0)
                                 piece_done(pl, &piece);
-                        if (rc == 0)
+                        if (rc == 0) {
                                 count(pl, t->index, piece.len);
+                                atomic_fetch_add_explicit(&pl->sent_bytes, piece.len,
+                                                          memory_order_relaxed);
+                                atomic_fetch_add_explicit(&pl->sent_blocks, 1,
+                                                          memory_order_relaxed);
+                        }
                 }
                 if (rc < 0 || piece.end)
                         break;
@@ -820,6 +828,10 @@ static int finish(struct pipeline *pl, struct net_thread *threads, unsigned star
 {
         for (unsigned i = 0; i < started; i++)
                 pthread_join(threads[i].thread, NULL);
+        if (pl->sending) {
+                result->bytes += atomic_load(&pl->sent_bytes);
+                result->blocks += atomic_load(&pl->sent_blocks);
+        }
         result->file_failed = pl->failed != 0 && pl->file_failed;
         result->seconds = ds_seconds_between(start_ns, ds_now_ns());
         result->mb_per_s = result->seconds > 0 ? (double)result->bytes / result->seconds / 1e6 : 0;
@@ -946,7 +958,7 @@ static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint
 
 /* The disk side of sending: reads the range into buffers, deals them to the connections in
  * turn, then an end marker to each. */
-static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struct ds_error *err)
+static int read_side(struct pipeline *pl, struct ds_error *err)
 {
         uint64_t at = pl->opts->offset, left = pl->opts->length;
         unsigned dealt = 0;
@@ -976,8 +988,6 @@ static int read_side(struct pipeline *pl, struct xftp_xfer_result *result, struc
                         piece_done(pl, &piece);
                         break;
                 }
-                result->bytes += (uint64_t)got;
-                result->blocks++;
                 if (short_read)
                         break; /* the end of the file: what is in flight read past it */
         }
@@ -1079,7 +1089,7 @@ int xftp_xfer_send_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, stru
                  * cost more than the overlap of disk and network it buys for one piece (a
                  * tree's files each paid a clone and its wake-ups). */
                 threads[0] = (struct net_thread){.pl = &pl, .index = 0};
-                rc = read_side(&pl, result, err);
+                rc = read_side(&pl, err);
                 if (rc == 0)
                         send_thread(&threads[0]);
                 else if (rc != -ECANCELED)
@@ -1087,7 +1097,7 @@ int xftp_xfer_send_conns(struct xftp_xfile *file, enum xftp_xfer_mode mode, stru
         } else {
                 rc = start_threads(&pl, threads, send_thread, &started, err);
                 if (rc == 0)
-                        rc = read_side(&pl, result, err);
+                        rc = read_side(&pl, err);
                 if (rc < 0 && rc != -ECANCELED)
                         fail(&pl, rc, err);
         }

@@ -139,7 +139,8 @@ struct xftp_xfer_opts {
 };
 
 struct xftp_xfer_result {
-        uint64_t bytes;      /* file bytes moved (MODE E headers not counted) */
+        uint64_t bytes;      /* file bytes moved (MODE E headers not counted): sending, those
+                              * handed to the connections, not those read ahead of them */
         uint64_t prefix_end; /* receiving: end of the contiguous range written from offset */
         uint64_t blocks;     /* buffers (MODE S) or blocks (MODE E) moved */
         double seconds;      /* from the first byte's wait to the last write or send */
