@@ -6,11 +6,9 @@
 . "$(dirname "$0")/xftp_lib.sh"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 
-# LeakSanitizer cannot look at a process under ptrace: the traced runs are not asked for
-# leaks. Every way glibc may rename is refused.
+# Every way glibc may rename is refused.
 renames=rename,renameat,renameat2
-no_rename=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq
-	-o /dev/null -e "trace=$renames" -e "inject=$renames:error=EIO")
+no_rename=("${strace_cmd[@]}" -f -qq -o /dev/null -e "trace=$renames" -e "inject=$renames:error=EIO")
 
 root=$work/xs
 start_xftpd 2141 "$root"

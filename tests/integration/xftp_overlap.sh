@@ -7,10 +7,8 @@
 command -v flock >/dev/null || fail "flock is not installed (util-linux)"
 command -v strace >/dev/null || fail "strace is not installed (packages.txt)"
 
-# strace, for runs whose system calls are held back. LeakSanitizer cannot look at a
-# process under ptrace, so a sanitized build's traced runs are not asked for leaks (the
-# others here are). One exec to strace: a traced run's pid is strace's, xftp its child.
-traced=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace)
+# strace, for runs whose system calls are held back (lib.sh).
+traced=("${strace_cmd[@]}")
 
 root=$work/xs
 start_xftpd 2137 "$root"

@@ -222,10 +222,8 @@ pass "an upload whose resume point's sync fails ends at once with 451, nothing k
 
 # xftp on a file system that keeps no attributes (every fsetxattr refused, as strace makes
 # it): no point can be recorded, and the partial is still synced once a second, not after
-# every block (64 KiB here: 3 s of them were over a hundred fdatasyncs). LeakSanitizer
-# cannot look at a process under ptrace: this traced xftp is not asked for leaks.
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	strace -f -qq -o "$work/bare.trace" -e trace=fdatasync,fsetxattr \
+# every block (64 KiB here: 3 s of them were over a hundred fdatasyncs).
+"${strace_cmd[@]}" -f -qq -o "$work/bare.trace" -e trace=fdatasync,fsetxattr \
 	-e inject=fsetxattr:error=EOPNOTSUPP \
 	"$xftp" -q -b 64K -R 32M get "ftp://$user:$pass@127.0.0.1:$port/paced.bin" "$work/bare.bin" \
 	>/dev/null 2>"$work/bare.err" || fail "a get where no attribute is kept: $(cat "$work/bare.err")"

@@ -143,7 +143,7 @@ pass "SIGTERM ends xftpd with status 0"
 
 # A SIGTERM that comes while the port opens (listen() held back 1.5 s) is a stop too,
 # not the signal's default action.
-env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -qq -o /dev/null \
+"${strace_cmd[@]}" -qq -o /dev/null \
 	-e trace=listen -e inject=listen:delay_exit=1500000 \
 	"$xftpd" -p 16423 --root "$work/root" --users "$work/users" "${run_as[@]}" \
 	2>>"$work/xftpd.log" &

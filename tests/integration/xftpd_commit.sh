@@ -215,9 +215,7 @@ if mountpoint -q "$work/root/tmp"; then
 	mkdir -p "$work/tree/d"
 	cp "$work/src" "$work/tree/a"
 	cp "$work/src" "$work/tree/d/b"
-	# LeakSanitizer cannot look at a process under ptrace: this server's ends are not asked.
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-		strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO "$xftpd" -p "$port2" \
+	"${strace_cmd[@]}" -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO "$xftpd" -p "$port2" \
 		--root "$work/root" --users "$work/users" "${run_as[@]}" 2>>"$work/xftpd.log" &
 	failing=$!
 	wait_listening "$port2"
