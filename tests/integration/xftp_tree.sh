@@ -252,4 +252,24 @@ kill $idle_pid
 [ "$status" -eq 0 ] || fail "a listing longer than the server's idle time: status $status: $(head -5 "$work/err")"
 diff -r "$work/xi/wide" "$work/wide" >/dev/null || fail "a listing longer than the server's idle time: the copy differs"
 pass "a listing longer than the server's idle time: the idle workers log in again, the whole tree comes"
+
+# The same for a put whose local scan outlasts the server's idle time (each stat held back
+# 0.1 s by strace, 40 files): the first connection, which made the remote directory and
+# then waited for the scan, is logged in again too, not failed with its 421.
+mkdir -p "$work/xp/long" "$work/xpr"
+for i in $(seq 1 40); do echo "$i" >"$work/xp/long/f$i"; done
+chown nobody "$work/xpr"
+"$DS_BIN/xftpd" -p 2133 --listen 127.0.0.1 --root "$work/xpr" --users "$work/users" --idle 2 \
+	>>"$work/xftpd.2133.log" 2>&1 &
+idle_pid=$!
+wait_listening 2133
+status=0
+"${strace_cmd[@]}" -f -qq -o /dev/null -e trace=newfstatat,statx,lstat,stat \
+	-e inject=newfstatat,statx,lstat,stat:delay_enter=100000 \
+	"$xftp" -q -r put "$work/xp/long" ftp://bob:secret@127.0.0.1:2133/long 2>"$work/err" ||
+	status=$?
+kill $idle_pid
+[ "$status" -eq 0 ] || fail "a put whose scan outlasts the server's idle time: status $status: $(head -5 "$work/err")"
+diff -r "$work/xp/long" "$work/xpr/long" >/dev/null || fail "a put whose scan outlasts the server's idle time: the copy differs"
+pass "a put whose local scan outlasts the server's idle time: its connections log in again, the whole tree goes"
 echo "xftp_tree: $checks checks passed"

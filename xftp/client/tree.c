@@ -590,13 +590,12 @@ static bool await_plan(struct run *r)
         return run;
 }
 
-/* A worker's control connection, logged in; NULL when the server would not give one (a
- * refusal counted). */
-static struct ftp *worker_login(struct run *r)
+/* Logs ftp (NULL: it could not be had) in as the job's connections are; false when the
+ * server would not (a refusal counted, its reason kept for the summary). */
+static bool login_as_job(struct run *r, struct ftp *ftp)
 {
         const struct tree_login *l = r->login;
         struct ds_error err;
-        struct ftp *ftp = malloc(sizeof(*ftp));
         int rc = ftp ? ftp_open(ftp, l->host, l->port, l->user, l->pass, l->timeout_ms,
                                 r->job->o->stop, l->tls, 0, &err)
                      : ds_fail(&err, -ENOMEM, "a control connection");
@@ -605,27 +604,32 @@ static struct ftp *worker_login(struct run *r)
                 if (r->refused++ == 0)
                         snprintf(r->refused_why, sizeof(r->refused_why), "%s", err.text);
                 pthread_mutex_unlock(&r->lock);
-                free(ftp);
-                return NULL;
         }
-        return ftp;
+        return rc == 0;
+}
+
+/* A plan longer than the server's idle time (a listing, or a put's local scan) ended the
+ * session meanwhile, with nothing stored on it: it is logged in again. false when the
+ * server would not. */
+static bool awake(struct run *r, struct ftp *ftp)
+{
+        struct ds_error ignored;
+        if (!ftp_ended_unasked(ftp))
+                return true;
+        ftp_close(ftp, &ignored); /* nothing stored on it: nothing to fail */
+        return login_as_job(r, ftp);
 }
 
 static void *worker_main(void *arg)
 {
         struct run *r = arg;
         struct ds_error err;
-        struct ftp *ftp = worker_login(r);
-        if (!ftp)
-                return NULL;
-        bool run = await_plan(r);
-        /* A listing longer than the server's idle time: it ended this session meanwhile. */
-        if (run && ftp_ended_unasked(ftp)) {
-                ftp_close(ftp, &err); /* nothing stored on it: nothing to fail */
+        struct ftp *ftp = malloc(sizeof(*ftp));
+        if (!ftp || !login_as_job(r, ftp)) {
                 free(ftp);
-                if (!(ftp = worker_login(r)))
-                        return NULL;
+                return NULL;
         }
+        bool run = await_plan(r) && awake(r, ftp);
         if (run)
                 work(r, ftp);
         if (ftp_close(ftp, &err) < 0) /* its uploads not known durable: the job fails */
@@ -651,7 +655,8 @@ static int run_plan(struct job *j, struct ds_error *err)
         atomic_store(&t->expected_live, j->plan.bytes);
         uint64_t start_ns = ds_now_ns();
         tell_workers(r, 1);
-        work(r, j->ftp);
+        if (awake(r, j->ftp))
+                work(r, j->ftp);
         unsigned connections = r->hired + 1;
         join_workers(r);
         if (r->get)
