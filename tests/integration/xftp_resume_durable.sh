@@ -138,11 +138,14 @@ PY
 	fail "an upload whose resume point cannot be written"
 pass "xftpd syncs an upload whose resume point cannot be written once a second, not per piece"
 
-# xftpd: an upload cut where its bytes cannot be made durable (every fdatasync of the
-# session fails, so the resume point at the cut cannot follow one) is not kept, and its
-# 451 says so rather than "kept for REST".
+# xftpd, on a session where every fdatasync fails (EIO, as strace makes it):
+# - an upload cut where its bytes cannot be made durable (the resume point at the cut
+#   cannot follow a sync) is not kept, and its 451 says so rather than "kept for REST";
+# - an upload whose resume point's sync fails ends there, a second in, with a 451 that
+#   says why: the sender is not left to send the rest of a file that can be neither
+#   committed nor kept. The session goes on.
 python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" <<'PY' ||
-import os, sys
+import os, sys, time
 sys.path.insert(0, sys.argv[2])
 import xftpd_raw
 port, server = int(sys.argv[1]), sys.argv[5]
@@ -163,36 +166,10 @@ conns = c.data('STOR unsynced.bin')
 conns[0].sendall(os.urandom(1 << 20))
 conns[0].close()
 code, text = c.reply()
-assert code == 451 and 'discarded' in text and 'REST' not in text, text
+assert code == 451 and 'discarded' in text and 'REST' not in text, 'cut: ' + text
 c.expect(550, 'PSIZ unsynced.bin')
-c.expect(221, 'QUIT')
-tracer.terminate()
-tracer.wait()
 print(text)
-PY
-	fail "an upload cut whose bytes cannot be synced"
-pass "an upload cut whose bytes cannot be synced is discarded, and its 451 says so"
 
-# xftpd: an upload whose resume point's sync fails (EIO, as strace makes it) ends there,
-# a second in, with a 451 that says why: the sender is not left to send the rest of a file
-# that can be neither committed nor kept. The session goes on.
-python3 - "$port" "$DS_SRC/tests/integration" "$user" "$pass" "$xftpd_pid" <<'PY' ||
-import os, sys, time
-sys.path.insert(0, sys.argv[2])
-import xftpd_raw
-port, server = int(sys.argv[1]), sys.argv[5]
-
-
-def session():
-    c = xftpd_raw.Ctl(port)
-    c.login(sys.argv[3], sys.argv[4])
-    c.expect(200, 'TYPE I')
-    return c
-
-
-c, tracer = xftpd_raw.traced(server, session, ['-f', '-qq', '-o', '/dev/null', '-e',
-                                               'trace=fdatasync', '-e',
-                                               'inject=fdatasync:error=EIO'])
 payload = os.urandom(8 << 20)  # 4 s at 64 KiB each 30 ms
 conns = c.data('STOR failing.bin')
 sent = 0
@@ -214,7 +191,8 @@ tracer.terminate()
 tracer.wait()
 print(text)
 PY
-	fail "an upload whose resume point's sync fails"
+	fail "uploads whose bytes cannot be synced"
+pass "an upload cut whose bytes cannot be synced is discarded, and its 451 says so"
 [ ! -e "$work/root/failing.bin" ] || fail "an upload whose sync failed took its name"
 grep -q 'STOR /failing.bin .* partial discarded' "$work/xftpd.log" ||
 	fail "xftpd's log does not say the failed upload's partial went: $(grep failing "$work/xftpd.log")"
