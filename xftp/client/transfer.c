@@ -224,9 +224,12 @@ static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
                 ftp_drop_kept(ftp); /* the server ended badly: it closes them */
         if (!receive && reply == 0)
                 ftp->stored = true;
-        /* Data the server cut off: its reply says why (a full disk, a failure of its own
-         * disk), where the broken connection alone would not. */
-        if ((rc == -EPIPE || rc == -ECONNRESET) && reply < 0) {
+        /* Data the server cut off for a failure of its own (its disk failed or is full, the
+         * file outgrew ALLO): its reply says why, where the broken connection would not.
+         * A 426 is the server's view of the same cut, which a tree retries. */
+        bool server_failed =
+            reply == -EIO && (ftp->code == 451 || ftp->code == 452 || ftp->code == 552);
+        if ((rc == -EPIPE || rc == -ECONNRESET) && server_failed) {
                 *err = reply_err;
                 return reply;
         }
