@@ -625,7 +625,7 @@ static void *worker_main(void *arg)
         struct run *r = arg;
         struct ds_error err;
         struct ftp *ftp = malloc(sizeof(*ftp));
-        if (!ftp || !login_as_job(r, ftp)) {
+        if (!login_as_job(r, ftp)) { /* counted as refused, an ftp not had (NULL) too */
                 free(ftp);
                 return NULL;
         }
