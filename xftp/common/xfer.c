@@ -153,6 +153,16 @@ static int fail_file(struct pipeline *pl, int rc, const struct ds_error *err)
         return rc;
 }
 
+/* As fail_file, for the read (or write) at offset that failed with rc. */
+static int fail_io(struct pipeline *pl, int rc, bool is_write, uint64_t offset,
+                   struct ds_error *err)
+{
+        return fail_file(
+            pl,
+            ds_fail(err, rc, "%s at %llu", is_write ? "write" : "read", (unsigned long long)offset),
+            err);
+}
+
 static bool failed(struct pipeline *pl)
 {
         pthread_mutex_lock(&pl->lock);
@@ -946,8 +956,7 @@ static int start_reads(struct pipeline *pl, struct flight *f, uint64_t *at, uint
                 rc = flight_start(pl, f, false, piece);
                 if (rc < 0) {
                         piece_done(pl, &piece);
-                        return fail_file(
-                            pl, ds_fail(err, rc, "read at %llu", (unsigned long long)*at), err);
+                        return fail_io(pl, rc, false, *at, err);
                 }
                 *at += piece.len;
                 *left -= piece.len;
@@ -975,10 +984,7 @@ static int read_side(struct pipeline *pl, struct ds_error *err)
                 if (got <= 0) {
                         piece_done(pl, &piece);
                         if (got < 0)
-                                rc = fail_file(pl,
-                                               ds_fail(err, (int)got, "read at %llu",
-                                                       (unsigned long long)piece.offset),
-                                               err);
+                                rc = fail_io(pl, (int)got, false, piece.offset, err);
                         break;
                 }
                 bool short_read = (size_t)got < piece.len;
@@ -1144,8 +1150,7 @@ static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err
                 return push_piece(pl, &pl->to_disk, piece, err);
         int rc = pl->file->ops->write_at(pl->file, piece.buf, piece.len, piece.offset);
         if (rc < 0)
-                return fail_file(
-                    pl, ds_fail(err, rc, "write at %llu", (unsigned long long)piece.offset), err);
+                return fail_io(pl, rc, true, piece.offset, err);
         rc = written(pl, pl->arrived, &piece, pl->result, err);
         if (rc == 0)
                 piece_done(pl, &piece);
@@ -1173,10 +1178,7 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                         rc = flight_start(pl, &f, true, piece);
                         if (rc < 0) {
                                 piece_done(pl, &piece);
-                                rc = fail_file(pl,
-                                               ds_fail(err, rc, "write at %llu",
-                                                       (unsigned long long)piece.offset),
-                                               err);
+                                rc = fail_io(pl, rc, true, piece.offset, err);
                                 break;
                         }
                         if (f.count < f.cap)
@@ -1185,10 +1187,7 @@ static int write_side(struct pipeline *pl, struct xftp_ranges *arrived,
                 ssize_t wrc = flight_finish(pl, &f, &piece);
                 piece_done(pl, &piece);
                 if (wrc < 0) {
-                        rc = fail_file(pl,
-                                       ds_fail(err, (int)wrc, "write at %llu",
-                                               (unsigned long long)piece.offset),
-                                       err);
+                        rc = fail_io(pl, (int)wrc, true, piece.offset, err);
                         break;
                 }
                 rc = written(pl, arrived, &piece, result, err);
