@@ -4,7 +4,8 @@
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
  * that fails among them is reported, as the file's failure, with every piece waited for;
  * a resume point that cannot be made durable ends a receive there; a send cut short counts
- * only what the connection took; a paced transfer keeps
+ * only what the connection took, and one cut by sendfile's read error is the file's
+ * failure; a paced transfer keeps
  * to its rate, sending or receiving, without tripping the idle deadline; a receiving
  * backend that lends its own buffers (as verbs lends its slots) gets every loan back,
  * each once, with the bytes whole; a sending one that lends its buffers sends each block
@@ -465,6 +466,21 @@ static int breaking_close(struct xftp_conn *c)
         return 0;
 }
 
+/* Sends src over the one connection conn: the pipeline's result. */
+static int send_over(const struct fixture *fx, enum xftp_xfer_mode mode, struct xftp_conn *conn,
+                     const struct xftp_xfer_opts *opts, struct xftp_xfer_result *result,
+                     struct ds_error *err)
+{
+        struct xftp_xfile src;
+        int fd = open(fx->src, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(xftp_xfile_plain(&src, fd, 0, err), 0);
+        int rc = xftp_xfer_send_conns(&src, mode, conn, 1, opts, result, err);
+        xftp_xfile_plain_close(&src);
+        assert_int_equal(close(fd), 0);
+        return rc;
+}
+
 /* A send cut short counts the bytes the connection took, not those read ahead of it. */
 static void test_a_cut_send_counts_only_the_bytes_sent(void **state)
 {
@@ -472,24 +488,56 @@ static void test_a_cut_send_counts_only_the_bytes_sent(void **state)
         static const struct xftp_conn_ops breaking_ops = {
             .name = "breaking", .sendv = breaking_sendv, .close = breaking_close};
         struct xftp_xfer_opts opts = {
-            .block = 64 << 10, .length = UINT64_MAX, .limit = UINT64_MAX, .idle_ms = 5000};
+            .block = 64 << 10, .length = FILE_SIZE, .limit = UINT64_MAX, .idle_ms = 5000};
         struct breaking b = {.budget = 2 * (XFTP_MODEE_HEADER + (64 << 10))};
         struct xftp_conn conn = {.ops = &breaking_ops, .fd = -1, .impl = &b};
         struct xftp_xfer_result result;
-        struct xftp_xfile src;
         struct ds_error err = {{0}};
 
-        int fd = open(fx->src, O_RDONLY);
-        assert_true(fd >= 0);
-        assert_int_equal(xftp_xfile_plain(&src, fd, 0, &err), 0);
-        opts.length = FILE_SIZE;
-        int rc = xftp_xfer_send_conns(&src, XFTP_XFER_BLOCKS, &conn, 1, &opts, &result, &err);
-        xftp_xfile_plain_close(&src);
-        assert_int_equal(close(fd), 0);
-        assert_int_equal(rc, -EPIPE);
+        assert_int_equal(send_over(fx, XFTP_XFER_BLOCKS, &conn, &opts, &result, &err), -EPIPE);
         assert_false(result.file_failed);
         assert_int_equal(result.bytes, 2u * (64u << 10));
         assert_int_equal(result.blocks, 2);
+}
+
+/* A connection whose sendfile fails at once with the errno impl points to. */
+static ssize_t failing_sendfile(struct xftp_conn *c, int file_fd, off_t *offset, size_t len)
+{
+        (void)file_fd;
+        (void)offset;
+        (void)len;
+        return -*(const int *)c->impl;
+}
+
+/* sendfile reads the file as it sends: its read errors are the file's failure, as a read
+ * into buffers is (xftpd answers 451 Local error, not 426), and its socket errors still
+ * the connection's. */
+static void test_a_sendfile_read_error_is_the_files_failure(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct xftp_conn_ops failing_ops = {
+            .name = "failing", .sendfile = failing_sendfile, .close = breaking_close};
+        const struct {
+                int errnum;
+                bool files;
+        } cases[] = {{EIO, true}, {EOVERFLOW, true}, {ECONNRESET, false}, {EPIPE, false}};
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct xftp_conn conn = {
+                    .ops = &failing_ops, .fd = -1, .impl = (void *)&cases[i].errnum};
+                struct xftp_xfer_opts opts = {
+                    .length = FILE_SIZE, .limit = UINT64_MAX, .idle_ms = 5000};
+                struct xftp_xfer_result result;
+                struct ds_error err = {{0}};
+                assert_int_equal(send_over(fx, XFTP_XFER_STREAM, &conn, &opts, &result, &err),
+                                 -cases[i].errnum);
+                assert_true(result.sendfile);
+                if (result.file_failed != cases[i].files)
+                        fail_msg("errno %d: file_failed %d (%s)", cases[i].errnum,
+                                 result.file_failed, err.text);
+                if (cases[i].files)
+                        assert_non_null(strstr(err.text, "read at 0"));
+        }
 }
 
 /* A hand-made sender: writes raw bytes on one connection, then closes it. */
@@ -1003,6 +1051,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(
                 test_a_failed_resume_point_ends_the_receive_as_the_files_failure, setup, teardown),
             cmocka_unit_test_setup_teardown(test_a_cut_send_counts_only_the_bytes_sent, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_a_sendfile_read_error_is_the_files_failure, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
                                             teardown),
