@@ -4,8 +4,8 @@
  * file with start_io/finish_io gets two pieces in flight, finished in order, and a write
  * that fails among them is reported, as the file's failure, with every piece waited for;
  * a resume point that cannot be made durable ends a receive there; a send cut short counts
- * only what the connection took, and one cut by sendfile's read error is the file's
- * failure; a paced transfer keeps
+ * only what the connection took, all of it, and one cut by sendfile's read error is the
+ * file's failure; a paced transfer keeps
  * to its rate, sending or receiving, without tripping the idle deadline; a receiving
  * backend that lends its own buffers (as verbs lends its slots) gets every loan back,
  * each once, with the bytes whole; a sending one that lends its buffers sends each block
@@ -442,9 +442,11 @@ static void test_a_failed_resume_point_ends_the_receive_as_the_files_failure(voi
 }
 
 /* A connection that takes the first `budget` bytes whole and then breaks (-EPIPE), as a
- * peer that goes away in the middle of a file. */
+ * peer that goes away in the middle of a file; or, with stop, sets *stop as it takes the
+ * last of them, as a stop that comes while a block's last bytes go. */
 struct breaking {
         size_t budget, taken;
+        atomic_bool *stop;
 };
 
 static ssize_t breaking_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
@@ -457,6 +459,8 @@ static ssize_t breaking_sendv(struct xftp_conn *c, const struct iovec *iov, int 
         if (b->taken + total > b->budget)
                 return -EPIPE;
         b->taken += total;
+        if (b->stop && b->taken == b->budget)
+                atomic_store(b->stop, true);
         return (ssize_t)total;
 }
 
@@ -481,23 +485,37 @@ static int send_over(const struct fixture *fx, enum xftp_xfer_mode mode, struct 
         return rc;
 }
 
-/* A send cut short counts the bytes the connection took, not those read ahead of it. */
-static void test_a_cut_send_counts_only_the_bytes_sent(void **state)
+/* Two blocks sent, then the connection breaks or the transfer is stopped as the second
+ * one's last bytes go: the bytes the connection took are counted, all of them, and none
+ * read ahead of it. */
+static void check_cut_send_counts(struct fixture *fx, atomic_bool *stop, int want)
 {
-        struct fixture *fx = *state;
         static const struct xftp_conn_ops breaking_ops = {
             .name = "breaking", .sendv = breaking_sendv, .close = breaking_close};
         struct xftp_xfer_opts opts = {
             .block = 64 << 10, .length = FILE_SIZE, .limit = UINT64_MAX, .idle_ms = 5000};
-        struct breaking b = {.budget = 2 * (XFTP_MODEE_HEADER + (64 << 10))};
+        struct breaking b = {.budget = 2 * (XFTP_MODEE_HEADER + (64 << 10)), .stop = stop};
         struct xftp_conn conn = {.ops = &breaking_ops, .fd = -1, .impl = &b};
         struct xftp_xfer_result result;
         struct ds_error err = {{0}};
 
-        assert_int_equal(send_over(fx, XFTP_XFER_BLOCKS, &conn, &opts, &result, &err), -EPIPE);
+        opts.stop = stop;
+        assert_int_equal(send_over(fx, XFTP_XFER_BLOCKS, &conn, &opts, &result, &err), want);
         assert_false(result.file_failed);
         assert_int_equal(result.bytes, 2u * (64u << 10));
         assert_int_equal(result.blocks, 2);
+}
+
+static void test_a_cut_send_counts_only_the_bytes_sent(void **state)
+{
+        check_cut_send_counts(*state, NULL, -EPIPE);
+}
+
+/* The stop is seen right after the second block was taken whole: it counts all the same. */
+static void test_a_block_sent_as_the_transfer_stops_is_counted(void **state)
+{
+        atomic_bool stop = false;
+        check_cut_send_counts(*state, &stop, -EINTR);
 }
 
 /* A connection whose sendfile fails at once with the errno impl points to. */
@@ -1052,6 +1070,8 @@ int main(void)
                 test_a_failed_resume_point_ends_the_receive_as_the_files_failure, setup, teardown),
             cmocka_unit_test_setup_teardown(test_a_cut_send_counts_only_the_bytes_sent, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_a_block_sent_as_the_transfer_stops_is_counted,
+                                            setup, teardown),
             cmocka_unit_test_setup_teardown(test_a_sendfile_read_error_is_the_files_failure, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,

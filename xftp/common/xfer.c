@@ -184,6 +184,16 @@ static void count(struct pipeline *pl, unsigned index, size_t bytes)
                 ds_live_stream_add(pl->live, pl->slots[index], 1, bytes);
 }
 
+/* Counts the bytes connection `index` took of a piece of len bytes, in the result and the
+ * live counters; the piece counts as a block once all of it is taken. */
+static void count_sent(struct pipeline *pl, unsigned index, size_t bytes, size_t len)
+{
+        if (pl->live)
+                ds_live_stream_add(pl->live, pl->slots[index], bytes == len, bytes);
+        atomic_fetch_add_explicit(&pl->sent_bytes, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pl->sent_blocks, bytes == len, memory_order_relaxed);
+}
+
 /* After a slice: 0 to keep waiting, or why to give up. Also after a socket call that
  * moved bytes: on a slow link a slice ends with a partial count, not an error, so a
  * steady trickle would otherwise never see a stop. */
@@ -381,9 +391,10 @@ static ssize_t send_some(struct pipeline *pl, struct xftp_conn *conn, const stru
         return conn->ops->sendv(conn, part, parts, 0);
 }
 
-/* Sends every byte of iov[0..cnt-1]. */
+/* Sends every byte of iov[0..cnt-1], adding to *taken those the connection takes as it
+ * takes them: bytes handed over before a stop or a failure is seen are counted too. */
 static int send_all(struct pipeline *pl, struct xftp_conn *conn, struct iovec *iov, int cnt,
-                    struct ds_error *err)
+                    size_t *taken, struct ds_error *err)
 {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 
@@ -396,6 +407,7 @@ static int send_all(struct pipeline *pl, struct xftp_conn *conn, struct iovec *i
                         continue;
                 }
                 progress(pl);
+                *taken += (size_t)sent;
                 int rc = pace(pl, (size_t)sent, err);
                 if (rc == 0)
                         rc = check_wait(pl, err);
@@ -452,15 +464,17 @@ static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, siz
 }
 
 /* A block whose payload lies in a buffer its connection lent (take_buf): sent whole by
- * one sendv, after which the buffer is the connection's again. Returns 0 sent, or a
- * negative errno with the buffer still the caller's. Never paced (no lending then). */
+ * one sendv, after which the buffer is the connection's again. Returns 0 sent (*taken the
+ * bytes), or a negative errno with the buffer still the caller's. Never paced (no lending
+ * then). */
 static int send_in_place(struct pipeline *pl, struct xftp_conn *conn, struct iovec *iov, int cnt,
-                         struct ds_error *err)
+                         size_t *taken, struct ds_error *err)
 {
         for (;;) {
                 ssize_t sent = conn->ops->sendv(conn, iov, cnt, 0);
                 if (sent > 0) {
                         progress(pl);
+                        *taken = (size_t)sent;
                         return 0;
                 }
                 int rc = retry_or_fail(pl, sent == 0 ? -EIO : sent, "data send", err);
@@ -502,22 +516,18 @@ static void *send_thread(void *arg)
                         xftp_modee_encode(&block, header);
                         iov[cnt++] = (struct iovec){header, sizeof(header)};
                 }
+                size_t head = pl->mode == XFTP_XFER_BLOCKS ? sizeof(header) : 0;
                 if (!piece.end)
                         iov[cnt++] = (struct iovec){piece.buf, piece.len};
+                size_t taken = 0;
                 if (piece.lender)
-                        rc = send_in_place(pl, conn, iov, cnt, &err);
+                        rc = send_in_place(pl, conn, iov, cnt, &taken, &err);
                 else
-                        rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &err) : 0;
+                        rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &taken, &err) : 0;
                 if (!piece.end) {
                         if (!piece.lender || rc < 0)
                                 piece_done(pl, &piece);
-                        if (rc == 0) {
-                                count(pl, t->index, piece.len);
-                                atomic_fetch_add_explicit(&pl->sent_bytes, piece.len,
-                                                          memory_order_relaxed);
-                                atomic_fetch_add_explicit(&pl->sent_blocks, 1,
-                                                          memory_order_relaxed);
-                        }
+                        count_sent(pl, t->index, taken > head ? taken - head : 0, piece.len);
                 }
                 if (rc < 0 || piece.end)
                         break;
