@@ -2,7 +2,7 @@
  * arguments, PASV and EPSV replies, MODE E block headers and the Parallelism option.
  * Besides memory errors it checks what each promises on success: addresses that format
  * and parse back to themselves, block headers that encode back to the same bytes and lie
- * within the limit, a stream count within 1..16. */
+ * within the limit and the largest file offset, a stream count within 1..16. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +36,9 @@ static void check_block(const uint8_t *bytes, uint64_t limit)
         if (memcmp(again, bytes, XFTP_MODEE_HEADER) != 0)
                 __builtin_trap();
         if (!(block.desc & XFTP_MODEE_EOF) && block.count > 0 &&
-            (block.offset > limit || block.count > limit - block.offset))
+            (block.offset > limit || block.count > limit - block.offset ||
+             block.offset > XFTP_MODEE_OFFSET_MAX ||
+             block.count > XFTP_MODEE_OFFSET_MAX - block.offset))
                 __builtin_trap();
         struct xftp_modee_end end = {0};
         if (xftp_modee_end_note(&end, &block) == 0 && end.eods_expected > XFTP_MODEE_MAX_STREAMS)

@@ -12,7 +12,9 @@ block header is answered from the bytes received:
 - a 10-byte block at 128 MiB then a 1-byte APPE, REST 128M + STOR of 1 byte (no partial),
   REST and APPE over a sparse committed file, and ALLO 512M with 10 bytes sent (during
   the upload and after it is cut) each leave at most 8 MiB allocated (st_blocks);
-- a malformed block header's reply holds no number the client did not send."""
+- a malformed block header's reply holds no number the client did not send, and one whose
+  data would pass the largest file offset is answered as malformed (426), not as the
+  server's disk failing (451)."""
 import atexit
 import os
 import re
@@ -194,8 +196,12 @@ def ranges_bounded(port):
 
 def malformed_headers(port):
     c = session(port)
-    sent_numbers = {"5", "7", "32", "0x20", "20", "0x80", "128", "2", "0x40", "64", "17"}
-    for head in (header(0x20, 5, 7), header(0x80, 5, 7), header(0x40, 5, 2)):
+    sent_numbers = {"5", "7", "32", "0x20", "20", "0x80", "128", "2", "0x40", "64", "17", "8",
+                    str(1 << 63), str((1 << 63) - 4)}
+    # Data past the largest file offset (no ALLO to refuse it) is the client's error, 426,
+    # not the disk's 451: its payload is sent, so the disk would be tried.
+    for head in (header(0x20, 5, 7), header(0x80, 5, 7), header(0x40, 5, 2),
+                 header(0, 8, 1 << 63) + b"x" * 8, header(0, 8, (1 << 63) - 4) + b"x" * 8):
         c.expect(200, "MODE E")
         conns = c.data("STOR bad.bin")
         expect(not isinstance(conns, int), f"STOR bad.bin: {conns}")
@@ -204,7 +210,8 @@ def malformed_headers(port):
         conns[0].close()
         c.expect(200, "MODE S")
         numbers = set(re.findall(r"0x[0-9a-fA-F]+|\d+", text[4:]))
-        expect(code == 426 and numbers <= sent_numbers,
+        expect(code == 426, f"header {head[:17].hex()}: {text!r}, not 426")
+        expect(numbers <= sent_numbers,
                f"header {head.hex()}: {text!r} holds numbers not sent: {numbers - sent_numbers}")
         ok(f"a malformed header {head[:1].hex()} is answered from its bytes: {text!r}")
     c.expect(221, "QUIT")

@@ -147,6 +147,18 @@ static void test_modee_header_round_trips(void **state)
         in.count = 10;
         xftp_modee_encode(&in, wire);
         assert_int_equal(xftp_modee_decode(wire, UINT64_MAX, &out, NULL), -EPROTO); /* wraps */
+        /* Data past the largest off_t, though the limit allows it: malformed, not too big. */
+        in.offset = 1ull << 63;
+        in.count = 1;
+        xftp_modee_encode(&in, wire);
+        assert_int_equal(xftp_modee_decode(wire, UINT64_MAX, &out, NULL), -EPROTO);
+        in.offset = XFTP_MODEE_OFFSET_MAX - 4;
+        in.count = 8;
+        xftp_modee_encode(&in, wire);
+        assert_int_equal(xftp_modee_decode(wire, UINT64_MAX, &out, NULL), -EPROTO);
+        in.count = 4; /* its last byte at the largest offset a file has */
+        xftp_modee_encode(&in, wire);
+        assert_int_equal(xftp_modee_decode(wire, UINT64_MAX, &out, NULL), 0);
         in.offset = 4096;
         in.count = 1 << 20;
         xftp_modee_encode(&in, wire);
@@ -201,7 +213,8 @@ static void test_modee_decode_says_what_was_wrong_from_the_header(void **state)
              "block descriptor 0x18: a restart marker"},
             {{.desc = XFTP_MODEE_EOF, .count = 5, .offset = 2}, "an EOF block with 5 data bytes"},
             {{.desc = XFTP_MODEE_EOF, .offset = 40}, "an EOF block announcing 40 connections"},
-            {{.count = 10, .offset = UINT64_MAX - 5}, "wraps around"},
+            {{.count = 10, .offset = UINT64_MAX - 5}, "block 18446744073709551610+10 ends past"},
+            {{.count = 1, .offset = 1ull << 63}, "block 9223372036854775808+1 ends past"},
             {{.count = 10, .offset = 95}, "block 95+10 beyond the limit 100"},
         };
         memset(&untouched, 0xa5, sizeof(untouched));

@@ -596,6 +596,31 @@ static void test_block_beyond_the_limit_writes_nothing(void **state)
         assert_int_equal(st.st_size, 0);
 }
 
+/* A block at 2^63 or one that ends past the largest off_t, with no limit to refuse it: the
+ * sender's error (-EPROTO), not the disk's (pwrite's EINVAL), and nothing is written. */
+static void test_a_block_past_the_largest_offset_is_the_senders_error(void **state)
+{
+        struct fixture *fx = *state;
+        const struct xftp_modee_block blocks[] = {{.count = 8, .offset = 1ull << 63},
+                                                  {.count = 8, .offset = INT64_MAX - 4}};
+        uint8_t wire[XFTP_MODEE_HEADER + 8];
+
+        for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+                struct xftp_xfer_result result;
+                struct ds_error err = {{0}};
+                xftp_modee_encode(&blocks[i], wire);
+                memset(wire + XFTP_MODEE_HEADER, 'x', 8);
+                assert_int_equal(
+                    receive_raw(wire, sizeof(wire), UINT64_MAX, &result, &err, fx->dst), -EPROTO);
+                assert_false(result.file_failed);
+                assert_int_equal(result.bytes, 0);
+                assert_non_null(strstr(err.text, "ends past the largest file offset"));
+        }
+        struct stat st;
+        assert_int_equal(stat(fx->dst, &st), 0);
+        assert_int_equal(st.st_size, 0);
+}
+
 /* Blocks [0,100) and [1000,1100), then EOF and EOD: the sender ended well, yet the
  * file has a hole, so the receive fails with the gap named and the prefix at 100. */
 static void test_blocks_with_a_gap_are_not_a_whole_file(void **state)
@@ -1076,6 +1101,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_block_beyond_the_limit_writes_nothing, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(
+                test_a_block_past_the_largest_offset_is_the_senders_error, setup, teardown),
             cmocka_unit_test_setup_teardown(test_blocks_with_a_gap_are_not_a_whole_file, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(

@@ -65,8 +65,12 @@ int xftp_modee_decode(const uint8_t in[XFTP_MODEE_HEADER], uint64_t limit,
                                        offset, XFTP_MODEE_MAX_STREAMS),
                                -EPROTO;
         } else if (block.count > 0) {
-                if (block.offset > UINT64_MAX - block.count)
-                        return ds_fail(err, 0, "block %llu+%llu wraps around", offset, count),
+                /* No file has a byte past off_t's largest offset: such a block is the peer's
+                 * error, not one for the disk to be blamed for (pwrite's EINVAL). */
+                if (block.count > XFTP_MODEE_OFFSET_MAX ||
+                    block.offset > XFTP_MODEE_OFFSET_MAX - block.count)
+                        return ds_fail(err, 0, "block %llu+%llu ends past the largest file offset",
+                                       offset, count),
                                -EPROTO;
                 if (block.offset + block.count > limit)
                         return ds_fail(err, 0, "block %llu+%llu beyond the limit %llu", offset,

@@ -28,6 +28,9 @@ enum xftp_modee_desc {
 
 #define XFTP_MODEE_MAX_STREAMS 16u /* Parallelism=N takes 1..16 */
 
+/* The largest off_t: no block's data may end past it. */
+#define XFTP_MODEE_OFFSET_MAX ((uint64_t)INT64_MAX)
+
 struct xftp_modee_block {
         uint8_t desc;
         uint64_t count;
@@ -39,10 +42,11 @@ void xftp_modee_encode(const struct xftp_modee_block *block, uint8_t out[XFTP_MO
 
 /* Reads 17 header bytes from a peer and checks them against what the receiver allows:
  * data must lie within [0, limit) (limit: the size the transfer was told of, or the
- * largest file accepted), offset + count must not wrap, RESTART, SUSPECT and EOR blocks are
- * refused, and an EOF block must carry count 0 and 1..XFTP_MODEE_MAX_STREAMS connections.
- * Returns 0 and *out, or -EPROTO (a malformed header) / -EFBIG (data beyond limit) with
- * *out untouched and err (may be NULL) saying what was wrong in the header's own terms. */
+ * largest file accepted) and end by XFTP_MODEE_OFFSET_MAX, RESTART, SUSPECT and EOR blocks
+ * are refused, and an EOF block must carry count 0 and 1..XFTP_MODEE_MAX_STREAMS
+ * connections. Returns 0 and *out, or -EPROTO (a malformed header, data past
+ * XFTP_MODEE_OFFSET_MAX) / -EFBIG (data beyond limit) with *out untouched and err (may be
+ * NULL) saying what was wrong in the header's own terms. */
 int xftp_modee_decode(const uint8_t in[XFTP_MODEE_HEADER], uint64_t limit,
                       struct xftp_modee_block *out, struct ds_error *err);
 
