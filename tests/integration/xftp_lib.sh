@@ -82,3 +82,32 @@ for _ in range(600):
 sys.exit(1)
 PY
 }
+
+# reset_server_end LO HI BYTES: once a data connection on one of xftpd's passive ports
+# (--pasv-ports LO-HI) has moved BYTES, resets xftpd's end of it alone and prints that
+# socket: ss -K aborts it (xftpd's next send or receive fails) and the kernel sends the
+# client's end an RST (its next read or write says so), as a middlebox's reset towards
+# the server would. At most 20 s.
+reset_server_end() {
+	local lo=$1 hi=$2 bytes=$3 ports ends mine theirs
+	ports="( sport >= :$lo and sport <= :$hi )"
+	for _ in $(seq 400); do
+		# ss -i: the socket's line, then its counters on an indented line of their own.
+		ends=$(ss -Htni state established "$ports" | awk -v bytes="$bytes" '
+			/^[^ \t]/ { ends = $3 " " $4; next }
+			{
+				for (i = 1; i <= NF; i++)
+					if ($i ~ /^bytes_(acked|received):/ && substr($i, index($i, ":") + 1) + 0 >= bytes) {
+						print ends
+						exit
+					}
+			}')
+		if [ -n "$ends" ]; then
+			read -r mine theirs <<<"$ends"
+			ss -K -Htn state established "( src $mine and dst $theirs )"
+			return 0
+		fi
+		sleep 0.05
+	done
+	fail "no data connection on xftpd's ports $lo-$hi moved $bytes bytes"
+}

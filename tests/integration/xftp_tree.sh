@@ -194,6 +194,45 @@ slow_loopback off
 diff -r "$root/tree" "$work/lost" >/dev/null || fail "a lost kept connection: the copy differs"
 pass "a kept connection cut mid-tree: the whole tree comes ($(tail -n +2 "$work/killed" | grep -c . || true) socket ends cut)"
 
+# Only xftpd's end of a data connection reset mid-file (a middlebox's RST towards the
+# server): xftp's end gets the RST (ECONNRESET or EPIPE) and xftpd answers 426, its view
+# of the same cut and no failure of its own, so the tree sends that file once more, both
+# ways, and comes whole. (Were the 426 to take the place of the cut, the tree would fail:
+# "RETR: 426 Transfer failed: ... Broken pipe. (2 of 3 files copied)".) Socket buffers of
+# one 256K block each side and xftp paced to 32 Mbit/s keep xftpd about a MB ahead of an
+# 8 MB file: its end is reset with over a second of the file still to send.
+"$DS_BIN/xftpd" -p 2134 --listen 127.0.0.1 --root "$root" --users "$work/users" -b 256K \
+	--pasv-ports 2140-2149 >>"$work/xftpd.2134.log" 2>&1 &
+wait_listening 2134
+mkdir -p "$root/reset/a"
+make_file "$root/reset/a/big" 8000000
+make_file "$root/reset/s1" 1000
+make_file "$root/reset/s2" 2000
+chown -R nobody "$root/reset"
+reset_url=ftp://bob:secret@127.0.0.1:2134
+for dir in get put; do
+	if [ $dir = get ]; then
+		from=$reset_url/reset to=$work/reset copy=$work/reset verb=RETR path=/reset/a/big
+	else
+		from=$work/reset to=$reset_url/reset-up copy=$root/reset-up verb=STOR path=/reset-up/a/big
+	fi
+	status=0
+	"$xftp" --json -q -j 1 -b 256K -R 32M -r $dir "$from" "$to" >"$work/json" 2>"$work/err" &
+	copier=$!
+	reset_server_end 2140 2149 262144 >"$work/killed"
+	wait $copier || status=$?
+	[ "$status" -eq 0 ] || fail "xftpd's end of a data connection reset ($dir): status $status: $(cat "$work/err")"
+	jq -e '.files == 3 and .failed == 0' "$work/json" >/dev/null ||
+		fail "xftpd's end reset ($dir): $(cat "$work/json")"
+	diff -r "$root/reset" "$copy" >/dev/null || fail "xftpd's end reset ($dir): the copy differs"
+	# xftpd's log: the file cut once, at the reset, then sent whole once more.
+	cut=$(grep -c " $verb $path [0-9]* bytes .* \(cut\|kept partial\|partial discarded\)\$" "$work/xftpd.2134.log" || true)
+	whole=$(grep -c " $verb $path 8000000 bytes .* ok\$" "$work/xftpd.2134.log" || true)
+	[ "$cut" -eq 1 ] || fail "xftpd's end reset ($dir): $path cut $cut times (reset: $(cat "$work/killed"))"
+	[ "$whole" -eq 1 ] || fail "xftpd's end reset ($dir): $path whole $whole times: $(cat "$work/xftpd.2134.log")"
+	pass "$dir: only xftpd's end of a data connection reset mid-file ($(awk '{ print $3 }' "$work/killed")): the file sent again, the whole tree comes"
+done
+
 # Ctrl-C in the middle of a tree: status 130, every file under its name whole, and
 # --update brings the rest.
 slow_loopback 40mbit
