@@ -279,7 +279,7 @@ for _ in 1 2 3; do
 	kill -STOP "$lister" 2>/dev/null || break
 	sleep 1.2
 	before=$(switches)
-	kill -CONT "$lister"
+	kill -CONT "$lister" 2>/dev/null || break # the listing may end while it is held
 	for _ in $(seq 500); do
 		[ "$(switches)" -ge $((before + 4)) ] && break
 		sleep 0.01
