@@ -351,6 +351,7 @@ static int receive(struct ds_session *s, struct run *r, struct sink *k, bool tic
                         continue;
                 }
                 if (ds_now_ns() - heard >= idle_ns) {
+                        ds_fail(err, 0, "no data for %.1f s (--idle)", k->o->idle_ms / 1e3);
                         rc = -ETIMEDOUT;
                         break;
                 }
@@ -414,6 +415,10 @@ static void serve_link(struct peer *p)
         res.slot =
             ds_live_slot_open(ds_live_segment(k->live), DS_SLOT_STREAM, s.hello.stream, link->peer);
         rc = receive(&s, r, k, s.hello.stream == 0, &res, &track, &err);
+        /* The blast sees only a closed link: the reason is said here. */
+        if (rc < 0 && rc != -ECANCELED)
+                fprintf(k->log, "sink: %s: stream %u cut: %s\n", link->peer, s.hello.stream,
+                        err.text[0] ? err.text : strerror(-rc));
         /* The blast's own count reveals losses at the tail, when it holds; a blast that
          * vanished sent what we can see, no more. */
         uint64_t lost = ds_seqtrack_lost(&track, s.ended ? end_claim(&s, &track) : 0);

@@ -1,5 +1,6 @@
 # blast_killed.sh LINK MTU: a blast killed mid-run. sink reports the run as aborted with
-# what arrived (all of it checked), within its --idle time, and serves the next blast.
+# what arrived (all of it checked), within its --idle time, says why on stderr, and serves
+# the next blast.
 source "$(dirname "$0")/lib.sh"
 link=$1
 net_up "$2"
@@ -17,6 +18,12 @@ wait_for "$WORK/sink.out" 1 5
 expect "aborted" "$(field "$WORK/sink.out" 1 .aborted)" true
 got=$(field "$WORK/sink.out" 1 .messages)
 [ "$got" -gt 0 ] || fail "the killed blast delivered nothing"
+# blast sees only a closed link; sink says why it cut the stream
+case $link in
+raw) why="stream 0 cut: no data for 1.0 s (--idle)" ;; # nothing tells raw frames have ended
+*) why="stream 0 cut: " ;; # tcp: the closed link; udp: the port gone (ICMP)
+esac
+grep -qF "$why" "$WORK/sink.err" || fail "sink did not say why it cut the stream: $(cat "$WORK/sink.err")"
 expect "dup, corrupt, malformed" "$(field "$WORK/sink.out" 1 '.errors.dup + .errors.corrupt + .errors.malformed')" 0
 blast_run "$link" blast2 -n 500 -l "$len" --verify || fail "next blast: $(cat "$WORK/blast2.err")"
 wait_for "$WORK/sink.out" 2 10
