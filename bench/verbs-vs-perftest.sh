@@ -38,7 +38,7 @@ DS_BIN=$(cd "$bin" && pwd) "$here/../tests/vm/boot.sh" --timeout $((120 + runs *
 	echo "bench: the VM run failed (its console above)" >&2
 	exit 1
 }
-grep '^run ' "$work/console.log" || true
+grep '^run \|^link: ' "$work/console.log" || true
 results=$work/vm/results.tsv
 
 printf '\nverbs on soft-RoCE (rxe0, one device, qemu TCG), %s runs of %s s each, alternating\n' \

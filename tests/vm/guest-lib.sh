@@ -128,11 +128,17 @@ ds_vm_store_roots() {
 
 # ds_vm_bench_rxe USAGE: what the guest half of a bench on soft-RoCE starts with: run
 # inside the VM (else USAGE is said), jq at hand, rxe0 up on d0 with 198.18.0.1 (DS_RXE_*
-# exported), and $logs (a folder) and $results (an empty TSV) under $DS_VM_WORK.
+# exported) and d0's MTU DS_RXE_MTU (default 1500), said on a line "link: ...", and $logs
+# (a folder) and $results (an empty TSV) under $DS_VM_WORK.
 ds_vm_bench_rxe() {
 	[ -n "${DS_VM_WORK:-}" ] || ds_vm_die "run me inside the VM: tests/vm/boot.sh $1"
 	command -v jq >/dev/null || ds_vm_die "jq is not installed"
 	ds_vm_rxe_up d0 198.18.0.1/24 || ds_vm_die "soft-RoCE set-up"
+	# rxe takes its RoCE MTU (1024 to 4096) from the netdev's: 4096 needs 9000.
+	ip link set d0 mtu "${DS_RXE_MTU:-1500}" || ds_vm_die "d0: MTU '${DS_RXE_MTU:-}'"
+	local roce
+	roce=$(ibv_devinfo -d rxe0 | awk '$1 == "active_mtu:" { print $2; exit }')
+	echo "link: rxe0 on d0, MTU ${DS_RXE_MTU:-1500}, RoCE MTU ${roce:-unknown}"
 	# shellcheck disable=SC2034 # the bench's own variables
 	logs=$DS_VM_WORK/logs results=$DS_VM_WORK/results.tsv
 	mkdir -p "$logs"
