@@ -118,6 +118,19 @@ HOME=$work setpriv --reuid=nobody --regid=nogroup --clear-groups \
 grep -q 'd/f3' "$work/err" || fail "put did not name the unreadable file: $(cat "$work/err")"
 pass "put goes on past a file it cannot read: $(cat "$work/err")"
 
+# Links and FIFOs in a tree are named as not copied, never left out without a word.
+mkdir -p "$work/odd"
+make_file "$work/odd/plain" 1000
+ln -s plain "$work/odd/link"
+mkfifo "$work/odd/fifo"
+status=0
+"$xftp" -q -r put "$work/odd" $url/odd 2>"$work/err" || status=$?
+[ "$status" -eq 1 ] && cmp -s "$work/odd/plain" "$root/odd/plain" && [ ! -e "$root/odd/link" ] &&
+	grep -q 'odd/link: a symbolic link: not copied' "$work/err" &&
+	grep -q 'odd/fifo: not a regular file: not copied' "$work/err" ||
+	fail "put of a tree with a link and a FIFO: status $status: $(cat "$work/err")"
+pass "put names a tree's link and FIFO as not copied, exit 1: $(tr '\n' ' ' <"$work/err")"
+
 # Globs in the last part, and several sources into one directory.
 mkdir "$work/some"
 "$xftp" --json get "$url/tree/a/f1?" "$work/some" >"$work/json"

@@ -440,8 +440,12 @@ static int plan_local_entry(struct job *j, const char *local, const char *remote
                 plan_fail(&j->plan, local, "a directory (-r copies directories)");
                 return 0;
         }
-        if (!S_ISREG(st.st_mode))
-                return 0; /* links, devices, sockets: not files to copy */
+        if (!S_ISREG(st.st_mode)) { /* not followed out of the tree, nor read from a FIFO */
+                plan_fail(&j->plan, local,
+                          S_ISLNK(st.st_mode) ? "a symbolic link: not copied"
+                                              : "not a regular file: not copied");
+                return 0;
+        }
         int rc = job_add(j, remote, local, there, (uint64_t)st.st_size, &err);
         if (rc < 0)
                 plan_fail(&j->plan, local, err.text);
