@@ -371,13 +371,17 @@ static bool same_login(const struct url *a, const struct url *b)
 }
 
 /* The sources of a get (URLs, all on one server: their paths into paths) and its DEST
- * (the last argument when it is no URL, else NULL). exit(2) on a bad URL. */
+ * (the last argument when it is no URL, else NULL). exit(2) on a bad URL or an empty DEST. */
 static const char *get_args(const struct cli *cli, struct url *first, char **paths, int *npaths)
 {
         int n = cli->nargs;
         const char *dest = NULL;
         if (n > 1 && !url_is_ftp(cli->args[n - 1]))
                 dest = cli->args[--n];
+        if (dest && !*dest) { /* else a partial named "..xftp-part" here, never renamed */
+                fprintf(stderr, "xftp get: an empty DEST names no file or directory\n");
+                exit(2);
+        }
         url_arg(cli->args[0], first);
         for (int i = 0; i < n; i++) {
                 struct url other;
