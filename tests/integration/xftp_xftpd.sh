@@ -109,6 +109,19 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 [ -e "$work/.int.bin.xftp-part" ] && [ ! -e "$work/int.bin" ] || fail "SIGINT: part lost or final name taken"
 pass "SIGINT ends a download in $elapsed_ms ms, the part kept"
 
+# --resume of a partial xftp did not write: its bytes are checked by HASH as a whole
+# file, so a foreign prefix fails (nothing takes the name), a true one completes.
+printf 'not the server file' >"$work/.fp.bin.xftp-part"
+expect_error "--resume of a foreign partial with other bytes" 'differs' \
+	"$xftp" -q --resume get $url/big.bin "$work/fp.bin"
+[ ! -e "$work/fp.bin" ] && [ ! -e "$work/.fp.bin.xftp-part" ] || fail "a foreign prefix took the name or was kept"
+head -c 1000000 "$root/big.bin" >"$work/.fp.bin.xftp-part"
+"$xftp" --json --resume get $url/big.bin "$work/fp.bin" >"$work/json"
+same "$root/big.bin" "$work/fp.bin" "--resume of a foreign partial holding the file's first bytes"
+jq -e '.resumed_bytes == 1000000 and .verified == 1' "$work/json" >/dev/null ||
+	fail "--resume of a true foreign prefix: $(cat "$work/json")"
+pass "--resume of a partial xftp did not write checks it with HASH: a wrong one fails, a true one completes"
+
 for p in 1 4; do
 	rm -f "$work/big.bin"
 	# Paced (-R, 50 MB/s), so that the kill comes long before the last byte.

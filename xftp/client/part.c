@@ -190,7 +190,7 @@ static int lock_part(int fd, const char *part, struct ds_error *err)
 
 /* part_open's one try: -ESTALE when the file it opened stopped being the partial. */
 static int part_take(const char *part, bool resume, const struct part_origin *origin,
-                     uint64_t *offset, bool *marks, char *why, size_t why_room,
+                     uint64_t *offset, bool *marks, bool *unrecorded, char *why, size_t why_room,
                      struct ds_error *err)
 {
         bool marked = false;
@@ -198,6 +198,7 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
         int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
         *offset = 0;
+        *unrecorded = false;
         why[0] = '\0';
         if (fd < 0 && errno == EEXIST) {
                 /* Never through a link, never a fifo or device someone put there. */
@@ -215,6 +216,7 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
                         changed_since(fd, whole, origin, why, why_room);
                 if (resume && !why[0]) {
                         *offset = whole;
+                        *unrecorded = !marked && whole > 0;
                 } else if (!marked && whole > 0) { /* empty: one just created, taken */
                         close(fd);
                         return ds_fail(err, 0,
@@ -241,11 +243,11 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
 #define PART_OPEN_TRIES 3 /* a partial named or removed under each is another run's churn */
 
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
-              bool *marks, char *why, size_t why_room, struct ds_error *err)
+              bool *marks, bool *unrecorded, char *why, size_t why_room, struct ds_error *err)
 {
         int fd = -ESTALE;
         for (int i = 0; i < PART_OPEN_TRIES && fd == -ESTALE; i++)
-                fd = part_take(part, resume, origin, offset, marks, why, why_room, err);
+                fd = part_take(part, resume, origin, offset, marks, unrecorded, why, why_room, err);
         return fd;
 }
 

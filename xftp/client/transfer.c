@@ -324,14 +324,15 @@ static bool same_as_origin(const char *local, const struct part_origin *origin)
  * the descriptor or a negative errno. */
 static int open_download(const char *remote, const char *local, const struct part_origin *origin,
                          char *part, const struct job_opts *o, uint64_t *offset, bool *marks,
-                         struct ds_error *err)
+                         bool *unrecorded, struct ds_error *err)
 {
         char why[160];
 
         if (part_name(local, part, PATH_ROOM) < 0)
                 return ds_fail(err, -ENAMETOOLONG, "no room for the partial file's path of %s",
                                local);
-        int fd = part_open(part, o->resume, origin, offset, marks, why, sizeof(why), err);
+        int fd =
+            part_open(part, o->resume, origin, offset, marks, unrecorded, why, sizeof(why), err);
         if (fd < 0)
                 return fd;
         if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
@@ -398,9 +399,22 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         struct timespec when;
         bool timed = origin.modified[0] && xftp_time_parse(origin.modified, &when) >= 0;
         unsigned n = streams_for(ftp, o, size);
-        int fd = open_download(remote, local, &origin, part, o, &offset, &marks, err);
+        bool unrecorded = false;
+        int fd = open_download(remote, local, &origin, part, o, &offset, &marks, &unrecorded, err);
         if (fd < 0)
                 return fd;
+        /* Bytes xftp has no record of writing are checked as a whole file, where they can be:
+         * else a foreign partial's first bytes would be taken for the server's. */
+        bool check = o->verify || (unrecorded && ftp->feat.hash);
+        if (unrecorded && !check && !o->quiet) { /* the names may be a server's: printable */
+                char line[PATH_ROOM + 512];
+                snprintf(line, sizeof(line),
+                         "xftp: %s: continuing %llu bytes xftp did not write, unchecked (%s has "
+                         "no HASH)",
+                         part, (unsigned long long)offset, ftp->host);
+                listing_show(stderr, line, strlen(line), false);
+                fputc('\n', stderr);
+        }
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
         uint64_t bound;
@@ -440,7 +454,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                               (unsigned long long)result.prefix_end, (unsigned long long)size),
                       -EIO);
         bool differs = false;
-        if (rc == 0 && o->verify) /* before the rename: a mismatch never takes the name */
+        if (rc == 0 && check) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, &differs, err);
         if (differs) /* which bytes are wrong is unknown: none of them is resumable */
                 result.prefix_end = 0;
