@@ -144,7 +144,7 @@ int ds_stripe_unlink(const char *const *dirs, unsigned ndirs, const char *name,
         int lock, rc;
 
         if ((rc = ds_stripe_name_check(name, err)) != 0 ||
-            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0 ||
+            (rc = ds_stripe_check_dirs(dirs, ndirs, err)) != 0 ||
             (rc = lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0)
                 return rc;
         rc = unlink_members(dirs, ndirs, name, err);

@@ -127,7 +127,7 @@ int ds_stripe_rename_held(const char *const *from_dirs, const char *from,
 
         if ((rc = ds_stripe_name_check(to, err)) != 0 ||
             (rc = ds_stripe_name_check(from, err)) != 0 ||
-            (rc = stripe_check_dirs(to_dirs, ndirs, err)) != 0)
+            (rc = ds_stripe_check_dirs(to_dirs, ndirs, err)) != 0)
                 return rc;
         if (same_entry(from_dirs[0], from, to_dirs[0], to))
                 return stripe_reject(err, -EINVAL, "rename %s to itself", from);

@@ -132,7 +132,7 @@ int stripe_sweep(const char *const *dirs, unsigned ndirs, const char *name,
 int ds_stripe_fsck(const char *const *dirs, unsigned ndirs, ds_stripe_sweep_fn report, void *ctx,
                    struct ds_error *err)
 {
-        int lock, rc = stripe_check_dirs(dirs, ndirs, err);
+        int lock, rc = ds_stripe_check_dirs(dirs, ndirs, err);
 
         if (rc != 0 || (rc = lock = stripe_lock(dirs[0], LOCK_EX, err)) < 0)
                 return rc;
@@ -267,7 +267,7 @@ int ds_stripe_scan(const char *const *dirs, unsigned ndirs, unsigned flags, ds_s
                    void *ctx, struct ds_error *err)
 {
         struct seen_list list = {0};
-        int rc = stripe_check_dirs(dirs, ndirs, err);
+        int rc = ds_stripe_check_dirs(dirs, ndirs, err);
 
         for (unsigned i = 0; rc == 0 && i < ndirs; i++)
                 rc = collect(dirs[i], flags, &list, err);

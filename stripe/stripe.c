@@ -112,7 +112,7 @@ int stripe_open_entry(const char *path, int flags)
 
 /* One directory per disk: two entries naming the same directory would put two members in
  * one file, so they are refused by identity, not by spelling. */
-int stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err)
+int ds_stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err)
 {
         struct stat seen[DS_STRIPE_MAX_WIDTH];
 
@@ -222,7 +222,7 @@ static int stripe_new(struct ds_stripe **out, const char *const *dirs, unsigned 
         int rc;
 
         if ((rc = ds_stripe_name_check(name, err)) != 0 ||
-            (rc = stripe_check_dirs(dirs, ndirs, err)) != 0)
+            (rc = ds_stripe_check_dirs(dirs, ndirs, err)) != 0)
                 return rc;
         *out = stripe_alloc(ndirs, options);
         if (*out && !((*out)->lock_dir = strdup(dirs[0]))) {

@@ -127,8 +127,6 @@ void data_crc_reset(struct data_crc *crc);
  * -ETIMEDOUT after 30 s (someone holds the directory locked for good). */
 int stripe_lock(const char *dir0, int op, struct ds_error *err);
 void stripe_unlock(int lock_fd);
-/* One directory per disk, 1 to DS_STRIPE_MAX_WIDTH of them, each a directory. */
-int stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err);
 /* fsync of the directory holding path, so a create, rename or unlink there is durable. */
 int stripe_sync_dir_of(const char *path, struct ds_error *err);
 char *stripe_join(const char *dir, const char *prefix, const char *name);

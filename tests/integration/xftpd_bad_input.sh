@@ -15,6 +15,8 @@ expect_error "bad host fails" "--max-host-fails: 'x' is not a count" "$xftpd" --
 expect_error "bad ban time" "--ban-time: '0' is not a duration" "$xftpd" --ban-time 0 --root "$work/root" --anonymous
 expect_error "unknown option" "unknown option '--frobnicate'" "$xftpd" --frobnicate
 expect_error "missing root" "--root $work/none" "$xftpd" -p 16499 --root "$work/none" --anonymous
+expect_error "one directory twice in a striped root" "$work/root and $work/root/ are the same directory" \
+	"$xftpd" -p 16499 --root "$work/root,$work/root/" --anonymous
 expect_error "missing users file" "users file $work/nousers" "$xftpd" -p 16499 --root "$work/root" --users "$work/nousers"
 printf 'bob:plaintext\n' >"$work/badusers"
 expect_error "bad users line" "line 1: the hash of bob" "$xftpd" -p 16499 --root "$work/root" --users "$work/badusers"

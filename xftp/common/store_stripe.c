@@ -555,6 +555,10 @@ int store_stripe_open(struct xftp_store **out, const char *roots, struct ds_erro
         int rc = ds_stripe_dirs_parse(roots, &dirs, &n, err);
         if (rc < 0)
                 return rc;
+        if ((rc = ds_stripe_check_dirs((const char *const *)dirs, n, err)) < 0) {
+                free(dirs);
+                return rc;
+        }
         struct stripe_store *store = calloc(1, sizeof(*store));
         if (!store) {
                 free(dirs);

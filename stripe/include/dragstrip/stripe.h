@@ -223,6 +223,10 @@ int ds_stripe_fsck(const char *const *dirs, unsigned ndirs, ds_stripe_sweep_fn r
  * it). Rejects empty entries and more than DS_STRIPE_MAX_WIDTH. */
 int ds_stripe_dirs_parse(const char *list, char ***dirs, unsigned *ndirs, struct ds_error *err);
 
+/* Checks a striped set before use: 1 to DS_STRIPE_MAX_WIDTH directories, each one, no two
+ * the same (by identity, not spelling: one directory per disk). 0, or a negative errno. */
+int ds_stripe_check_dirs(const char *const *dirs, unsigned ndirs, struct ds_error *err);
+
 /* Checks a file name for use as NAME: non-empty, no '/', not "." or "..", not starting
  * with DS_STRIPE_TMP_PREFIX, at most DS_STRIPE_NAME_MAX bytes. */
 int ds_stripe_name_check(const char *name, struct ds_error *err);
