@@ -52,6 +52,8 @@ expect_error "xftp: an option after the operands is read" "--timeout: 'never' is
 	"$bin/xftp" get ftp://127.0.0.1:1/f --timeout never
 expect_error "xftp get: an empty DEST is refused before any connection" \
 	"^xftp get: an empty DEST names no file or directory$" "$bin/xftp" get ftp://127.0.0.1:1/f ""
+expect_error "xftp: --tls and --no-tls together" "^xftp: --tls and --no-tls contradict each other$" \
+	"$bin/xftp" --tls --no-tls get ftp://127.0.0.1:1/f
 expect_error "xftp: -- ends the options" "'-x' is not a command" "$bin/xftp" -- -x
 expect_error "xftpd: an option after an operand is read" "-p: 'nonsense' is not a port" \
 	"$bin/xftpd" extra -p nonsense

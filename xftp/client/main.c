@@ -92,6 +92,16 @@ struct cli {
         int nargs;
 };
 
+/* --tls and --no-tls: given both, neither may quietly win (--tls promises no clear text). */
+static void tls_mode(struct cli *cli, enum ftp_tls_mode mode)
+{
+        if (cli->tls.mode != FTP_TLS_AUTO && cli->tls.mode != mode) {
+                fprintf(stderr, "xftp: --tls and --no-tls contradict each other\n");
+                exit(2);
+        }
+        cli->tls.mode = mode;
+}
+
 static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
 {
         static const struct option longs[] = {{"parallel", required_argument, NULL, 'P'},
@@ -178,10 +188,8 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         cli->job.no_sendfile = true;
                         break;
                 case OPT_TLS:
-                        cli->tls.mode = FTP_TLS_REQUIRE;
-                        break;
                 case OPT_NO_TLS:
-                        cli->tls.mode = FTP_TLS_NEVER;
+                        tls_mode(cli, c == OPT_TLS ? FTP_TLS_REQUIRE : FTP_TLS_NEVER);
                         break;
                 case OPT_CACERT:
                         cli->tls.ca_file = optarg;
