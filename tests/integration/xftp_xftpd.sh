@@ -36,6 +36,9 @@ printf 'machine 127.0.0.1 login bob password secret\n' >"$work/netrc"
 chmod 600 "$work/netrc"
 "$xftp" -q --netrc "$work/netrc" get ftp://127.0.0.1:2122/a.bin "$work/n.bin" >/dev/null
 same "$root/a.bin" "$work/n.bin" "credentials from the netrc file"
+expect_error "a --netrc file that is not there is an error, not an anonymous login" \
+	"^xftp: --netrc $work/nonetrc: No such file or directory" \
+	"$xftp" -q --netrc "$work/nonetrc" get ftp://127.0.0.1:2122/a.bin "$work/n2.bin"
 chmod 644 "$work/netrc"
 expect_error "a netrc others can read is refused" 'group or others can reach it' \
 	"$xftp" -q --netrc "$work/netrc" get ftp://127.0.0.1:2122/a.bin "$work/n2.bin"

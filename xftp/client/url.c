@@ -159,10 +159,12 @@ static void netrc_lookup(char *text, const char *host, struct url *url)
 
 /* Fills what the netrc file at path (NULL: $HOME/.netrc) holds for url. A password in a
  * file that group or others may reach is refused, as ftp(1) refuses it, not skipped in
- * silence: the user would wonder why the file is ignored. A missing file is no error. */
+ * silence: the user would wonder why the file is ignored. A missing ~/.netrc is no error;
+ * a file named by --netrc that cannot be read is (a typo must not mean anonymous). */
 static int read_netrc(struct url *url, const char *path, struct ds_error *err)
 {
         char fallback[512];
+        bool named = path != NULL;
         if (!path) {
                 const char *home = getenv("HOME");
                 if (!home)
@@ -172,7 +174,7 @@ static int read_netrc(struct url *url, const char *path, struct ds_error *err)
         }
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return 0;
+                return named ? ds_fail(err, -errno, "--netrc %s", path) : 0;
         struct stat st;
         char *text = NULL;
         int rc = 0;
