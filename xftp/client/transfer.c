@@ -265,7 +265,8 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
                         ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues)",
                                 part, kept, remote);
                 else
-                        ds_fail(err, 0, "stopped before any of %s came", remote);
+                        ds_fail(err, 0, "stopped before any of %s was written whole (nothing kept)",
+                                remote);
         } else if (rc == -EFBIG && size != UINT64_MAX) {
                 ds_fail(err, 0,
                         "%s: the server sent more than the %llu bytes it announced (%s kept)",
