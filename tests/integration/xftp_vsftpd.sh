@@ -48,7 +48,7 @@ expect_error "a foreign partial file is left alone" 'did not write it' \
 # --resume continues it, and with no HASH to check it by, says it is unchecked.
 head -c 1000 "$work/a.bin" >"$work/.b.bin.xftp-part"
 "$xftp" --resume get $url/pub/a.bin "$work/b.bin" 2>"$work/err" >/dev/null || fail "--resume of a foreign partial: $(cat "$work/err")"
-cmp -s "$work/a.bin" "$work/b.bin" && grep -q 'continuing 1000 bytes xftp did not write, unchecked' "$work/err" ||
+cmp -s "$work/a.bin" "$work/b.bin" && grep -q 'continuing after 1000 bytes xftp did not write, unchecked' "$work/err" ||
 	fail "--resume of a foreign partial on a server without HASH: $(cat "$work/err")"
 pass "--resume of a foreign partial without HASH says it is unchecked: $(cat "$work/err")"
 rm "$work/b.bin"

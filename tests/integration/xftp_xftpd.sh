@@ -115,9 +115,25 @@ pass "SIGINT ends a download in $elapsed_ms ms, the part kept"
 # --resume of a partial xftp did not write: its bytes are checked by HASH as a whole
 # file, so a foreign prefix fails (nothing takes the name), a true one completes.
 printf 'not the server file' >"$work/.fp.bin.xftp-part"
-expect_error "--resume of a foreign partial with other bytes" 'differs' \
+cp "$work/.fp.bin.xftp-part" "$work/fp.theirs"
+expect_error "--resume of a foreign partial with other bytes" 'held before xftp are not the server.s: it is left as it was' \
 	"$xftp" -q --resume get $url/big.bin "$work/fp.bin"
-[ ! -e "$work/fp.bin" ] && [ ! -e "$work/.fp.bin.xftp-part" ] || fail "a foreign prefix took the name or was kept"
+[ ! -e "$work/fp.bin" ] && cmp -s "$work/fp.theirs" "$work/.fp.bin.xftp-part" ||
+	fail "a foreign prefix took the name, or was not left as it was"
+marks=$(python3 -c 'import os, sys; print(" ".join(a for a in os.listxattr(sys.argv[1]) if a.startswith("user.xftp")))' "$work/.fp.bin.xftp-part")
+[ -z "$marks" ] || fail "the foreign partial kept xftp's marks: $marks"
+# Cut once continued, it is still someone else's: checked again, never started over.
+"$xftp" -q -R 20M --resume get $url/big.bin "$work/fp.bin" &
+client=$!
+wait_size "$work/.fp.bin.xftp-part" $((4 * 1048576))
+kill -9 $client
+wait $client 2>/dev/null || true
+expect_error "a plain get over a continued foreign partial" 'did not write it' \
+	"$xftp" -q get $url/big.bin "$work/fp.bin"
+expect_error "its --resume is checked again" 'held before xftp are not the server.s: it is left as it was' \
+	"$xftp" -q --resume get $url/big.bin "$work/fp.bin"
+cmp -s "$work/fp.theirs" "$work/.fp.bin.xftp-part" || fail "the cut foreign partial was not given back as it was"
+rm "$work/.fp.bin.xftp-part"
 head -c 1000000 "$root/big.bin" >"$work/.fp.bin.xftp-part"
 "$xftp" --json --resume get $url/big.bin "$work/fp.bin" >"$work/json"
 same "$root/big.bin" "$work/fp.bin" "--resume of a foreign partial holding the file's first bytes"

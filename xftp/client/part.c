@@ -29,8 +29,10 @@
 
 #define WHOLE_XATTR  "user.xftp.whole"
 #define ORIGIN_XATTR "user.xftp.origin" /* what the partial is a part of */
-#define PART_SUFFIX  ".xftp-part"
-#define PATH_ROOM    4096
+/* A partial continued from bytes xftp did not write: to be checked whole, in every run */
+#define UNCHECKED_XATTR "user.xftp.unchecked" /* how many of its first bytes */
+#define PART_SUFFIX     ".xftp-part"
+#define PATH_ROOM       4096
 
 /* FNV-1a: a short tag that tells long names apart (not a defence against anyone). */
 static uint64_t name_tag(const char *name)
@@ -71,6 +73,24 @@ static bool write_whole(int fd, uint64_t whole)
         char text[24];
         int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
         return fsetxattr(fd, WHOLE_XATTR, text, (size_t)n, 0) == 0; /* checked at open */
+}
+
+/* The first bytes of the partial that xftp did not write (0: none recorded). */
+static uint64_t unchecked_of(int fd)
+{
+        char text[24];
+        ssize_t n = fgetxattr(fd, UNCHECKED_XATTR, text, sizeof(text) - 1);
+        if (n <= 0)
+                return 0;
+        text[n] = '\0';
+        return strtoull(text, NULL, 10);
+}
+
+static void write_unchecked(int fd, uint64_t bytes)
+{
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)bytes);
+        fsetxattr(fd, UNCHECKED_XATTR, text, (size_t)n, 0);
 }
 
 /* Records w->whole once the bytes below it are on the disk. */
@@ -190,7 +210,7 @@ static int lock_part(int fd, const char *part, struct ds_error *err)
 
 /* part_open's one try: -ESTALE when the file it opened stopped being the partial. */
 static int part_take(const char *part, bool resume, const struct part_origin *origin,
-                     uint64_t *offset, bool *marks, bool *unrecorded, char *why, size_t why_room,
+                     uint64_t *offset, bool *marks, uint64_t *theirs, char *why, size_t why_room,
                      struct ds_error *err)
 {
         bool marked = false;
@@ -198,7 +218,7 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
         int fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
         *offset = 0;
-        *unrecorded = false;
+        *theirs = 0;
         why[0] = '\0';
         if (fd < 0 && errno == EEXIST) {
                 /* Never through a link, never a fifo or device someone put there. */
@@ -212,13 +232,26 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
                 if ((fd = lock_part(fd, part, err)) < 0)
                         return fd;
                 uint64_t whole = whole_of(fd, &marked);
+                /* Bytes of someone else's, even once continued: never started over here. An
+                 * empty unmarked file is one just created, taken. */
+                uint64_t foreign = unchecked_of(fd);
+                if (!foreign && !marked)
+                        foreign = whole;
                 if (resume && marked)
                         changed_since(fd, whole, origin, why, why_room);
                 if (resume && !why[0]) {
                         *offset = whole;
-                        *unrecorded = !marked && whole > 0;
-                } else if (!marked && whole > 0) { /* empty: one just created, taken */
+                        *theirs = foreign;
+                        if (foreign) /* kept, should this run be cut too */
+                                write_unchecked(fd, foreign);
+                } else if (foreign) {
                         close(fd);
+                        if (why[0])
+                                return ds_fail(err, 0,
+                                               "%s holds bytes xftp did not write, and the "
+                                               "server's file changed since (%s): remove it",
+                                               part, why),
+                                       -EEXIST;
                         return ds_fail(err, 0,
                                        "%s exists and xftp did not write it: remove it, or "
                                        "continue it with --resume",
@@ -243,12 +276,21 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
 #define PART_OPEN_TRIES 3 /* a partial named or removed under each is another run's churn */
 
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
-              bool *marks, bool *unrecorded, char *why, size_t why_room, struct ds_error *err)
+              bool *marks, uint64_t *theirs, char *why, size_t why_room, struct ds_error *err)
 {
         int fd = -ESTALE;
         for (int i = 0; i < PART_OPEN_TRIES && fd == -ESTALE; i++)
-                fd = part_take(part, resume, origin, offset, marks, unrecorded, why, why_room, err);
+                fd = part_take(part, resume, origin, offset, marks, theirs, why, why_room, err);
         return fd;
+}
+
+void part_give_back(int fd, uint64_t theirs)
+{
+        if (ftruncate(fd, (off_t)theirs) < 0)
+                return;
+        fremovexattr(fd, WHOLE_XATTR);
+        fremovexattr(fd, ORIGIN_XATTR);
+        fremovexattr(fd, UNCHECKED_XATTR);
 }
 
 /* Cuts the partial file to size, with the mode cp would give a new file and the time the
@@ -280,13 +322,17 @@ static int part_rename(int fd, const char *part, const char *local, struct ds_er
         char origin[64];
         struct stat st;
         ssize_t origin_len = fgetxattr(fd, ORIGIN_XATTR, origin, sizeof(origin));
+        uint64_t unchecked = unchecked_of(fd);
         fremovexattr(fd, WHOLE_XATTR);
         fremovexattr(fd, ORIGIN_XATTR);
+        fremovexattr(fd, UNCHECKED_XATTR);
         if (rename(part, local) == 0)
                 return 0;
         int rc = ds_fail(err, -errno, "rename %s to %s", part, local);
         if (origin_len > 0)
                 fsetxattr(fd, ORIGIN_XATTR, origin, (size_t)origin_len, 0);
+        if (unchecked)
+                write_unchecked(fd, unchecked);
         write_whole(fd, fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0);
         return rc;
 }

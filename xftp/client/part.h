@@ -33,13 +33,18 @@ struct part_origin {
  * A partial of xftp's whose recorded origin differs from origin (or, none recorded, that
  * holds more than origin's size) is started over: why then says why, else it is "".
  * *offset gets where to continue; *marks says whether the file system keeps the whole-mark
- * (MODE E needs it); *unrecorded, that the bytes continued are of a file xftp has no
- * record of writing (continued only with resume), so nothing says they are the remote's. The
+ * (MODE E needs it); *theirs, how many of its first bytes xftp has no record of writing
+ * (continued only with resume, and counted so in later runs until the file is whole):
+ * nothing says they are the remote's. Such a partial is never started over. The
  * descriptor holds an exclusive flock() on the partial until it is closed: a partial another
  * transfer holds is -EBUSY (one the holder named or removed meanwhile is opened anew). Returns the
  * descriptor or a negative errno with err filled. */
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
-              bool *marks, bool *unrecorded, char *why, size_t why_room, struct ds_error *err);
+              bool *marks, uint64_t *theirs, char *why, size_t why_room, struct ds_error *err);
+
+/* A partial whose first theirs bytes (part_open) proved not the remote's: cut back to
+ * them and its marks off, as its owner left it (not xftp's to remove). */
+void part_give_back(int fd, uint64_t theirs);
 
 /* Where a partial download is whole, recorded on it as the data comes: at most every
  * XFTP_RESUME_POINT_EVERY_NS (xfer.h), each time after the bytes below the point are made

@@ -325,15 +325,14 @@ static bool same_as_origin(const char *local, const struct part_origin *origin)
  * the descriptor or a negative errno. */
 static int open_download(const char *remote, const char *local, const struct part_origin *origin,
                          char *part, const struct job_opts *o, uint64_t *offset, bool *marks,
-                         bool *unrecorded, struct ds_error *err)
+                         uint64_t *theirs, struct ds_error *err)
 {
         char why[160];
 
         if (part_name(local, part, PATH_ROOM) < 0)
                 return ds_fail(err, -ENAMETOOLONG, "no room for the partial file's path of %s",
                                local);
-        int fd =
-            part_open(part, o->resume, origin, offset, marks, unrecorded, why, sizeof(why), err);
+        int fd = part_open(part, o->resume, origin, offset, marks, theirs, why, sizeof(why), err);
         if (fd < 0)
                 return fd;
         if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
@@ -400,19 +399,19 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         struct timespec when;
         bool timed = origin.modified[0] && xftp_time_parse(origin.modified, &when) >= 0;
         unsigned n = streams_for(ftp, o, size);
-        bool unrecorded = false;
-        int fd = open_download(remote, local, &origin, part, o, &offset, &marks, &unrecorded, err);
+        uint64_t theirs = 0;
+        int fd = open_download(remote, local, &origin, part, o, &offset, &marks, &theirs, err);
         if (fd < 0)
                 return fd;
         /* Bytes xftp has no record of writing are checked as a whole file, where they can be:
          * else a foreign partial's first bytes would be taken for the server's. */
-        bool check = o->verify || (unrecorded && ftp->feat.hash);
-        if (unrecorded && !check && !o->quiet) { /* the names may be a server's: printable */
+        bool check = o->verify || (theirs && ftp->feat.hash);
+        if (theirs && !check && !o->quiet) { /* the names may be a server's: printable */
                 char line[PATH_ROOM + 512];
                 snprintf(line, sizeof(line),
-                         "xftp: %s: continuing %llu bytes xftp did not write, unchecked (%s has "
-                         "no HASH)",
-                         part, (unsigned long long)offset, ftp->host);
+                         "xftp: %s: continuing after %llu bytes xftp did not write, unchecked "
+                         "(%s has no HASH)",
+                         part, (unsigned long long)theirs, ftp->host);
                 listing_show(stderr, line, strlen(line), false);
                 fputc('\n', stderr);
         }
@@ -457,9 +456,17 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         bool differs = false;
         if (rc == 0 && check) /* before the rename: a mismatch never takes the name */
                 rc = verify(ftp, remote, &file, result.prefix_end, o, t, &differs, err);
-        if (differs) /* which bytes are wrong is unknown: none of them is resumable */
+        bool give_back = differs && theirs;
+        if (give_back) { /* someone else's bytes: given back as they were, not removed */
+                part_give_back(fd, theirs);
+                ds_fail(err, 0,
+                        "%s: the %llu bytes %s held before xftp are not the server's: it is "
+                        "left as it was",
+                        remote, (unsigned long long)theirs, part);
+        } else if (differs) { /* which bytes are wrong is unknown: none of them is resumable */
                 result.prefix_end = 0;
-        if (rc < 0 && result.prefix_end > 0) /* left for --resume */
+        }
+        if (rc < 0 && result.prefix_end > 0 && !give_back) /* left for --resume */
                 part_whole_final(&whole);
         if (rc == 0 && batch)
                 rc = part_commit_later(batch, fd, part, local, result.prefix_end,
