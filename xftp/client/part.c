@@ -67,30 +67,37 @@ bool part_name_like(const char *name)
         return name[0] == '.' && len > suffix && strcmp(name + len - suffix, PART_SUFFIX) == 0;
 }
 
+/* A count kept on the partial fd in attribute attr: true when it is recorded. */
+static bool write_count(int fd, const char *attr, uint64_t count)
+{
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)count);
+        return fsetxattr(fd, attr, text, (size_t)n, 0) == 0;
+}
+
+/* The count in attribute attr of the partial fd: true and *count when there is one. */
+static bool read_count(int fd, const char *attr, uint64_t *count)
+{
+        char text[24];
+        ssize_t n = fgetxattr(fd, attr, text, sizeof(text) - 1);
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        *count = strtoull(text, NULL, 10);
+        return true;
+}
+
 /* Records that the partial fd is whole up to whole: true when it is recorded. */
 static bool write_whole(int fd, uint64_t whole)
 {
-        char text[24];
-        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)whole);
-        return fsetxattr(fd, WHOLE_XATTR, text, (size_t)n, 0) == 0; /* checked at open */
+        return write_count(fd, WHOLE_XATTR, whole); /* checked at open */
 }
 
 /* The first bytes of the partial that xftp did not write (0: none recorded). */
 static uint64_t unchecked_of(int fd)
 {
-        char text[24];
-        ssize_t n = fgetxattr(fd, UNCHECKED_XATTR, text, sizeof(text) - 1);
-        if (n <= 0)
-                return 0;
-        text[n] = '\0';
-        return strtoull(text, NULL, 10);
-}
-
-static void write_unchecked(int fd, uint64_t bytes)
-{
-        char text[24];
-        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)bytes);
-        fsetxattr(fd, UNCHECKED_XATTR, text, (size_t)n, 0);
+        uint64_t bytes = 0;
+        return read_count(fd, UNCHECKED_XATTR, &bytes) ? bytes : 0;
 }
 
 /* Records w->whole once the bytes below it are on the disk. */
@@ -127,16 +134,12 @@ void part_whole_final(struct part_whole *w)
  * than the file holds), else (a file written in order only) its size. */
 static uint64_t whole_of(int fd, bool *marked)
 {
-        char text[24];
         struct stat st;
-        ssize_t n = fgetxattr(fd, WHOLE_XATTR, text, sizeof(text) - 1);
-
+        uint64_t whole = 0;
         uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-        *marked = n > 0;
-        if (n <= 0)
+        *marked = read_count(fd, WHOLE_XATTR, &whole);
+        if (!*marked)
                 return size;
-        text[n] = '\0';
-        uint64_t whole = strtoull(text, NULL, 10);
         return whole < size ? whole : size; /* the file may have been cut since */
 }
 
@@ -243,7 +246,7 @@ static int part_take(const char *part, bool resume, const struct part_origin *or
                         *offset = whole;
                         *theirs = foreign;
                         if (foreign) /* kept, should this run be cut too */
-                                write_unchecked(fd, foreign);
+                                write_count(fd, UNCHECKED_XATTR, foreign);
                 } else if (foreign) {
                         close(fd);
                         if (why[0])
@@ -332,7 +335,7 @@ static int part_rename(int fd, const char *part, const char *local, struct ds_er
         if (origin_len > 0)
                 fsetxattr(fd, ORIGIN_XATTR, origin, (size_t)origin_len, 0);
         if (unchecked)
-                write_unchecked(fd, unchecked);
+                write_count(fd, UNCHECKED_XATTR, unchecked);
         write_whole(fd, fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0);
         return rc;
 }

@@ -36,9 +36,9 @@ struct part_origin {
  * (MODE E needs it); *theirs, how many of its first bytes xftp has no record of writing
  * (continued only with resume, and counted so in later runs until the file is whole):
  * nothing says they are the remote's. Such a partial is never started over. The
- * descriptor holds an exclusive flock() on the partial until it is closed: a partial another
- * transfer holds is -EBUSY (one the holder named or removed meanwhile is opened anew). Returns the
- * descriptor or a negative errno with err filled. */
+ * descriptor holds an exclusive flock() on the partial until it is closed: a partial
+ * another transfer holds is -EBUSY (one the holder named or removed meanwhile is opened
+ * anew). Returns the descriptor or a negative errno with err filled. */
 int part_open(const char *part, bool resume, const struct part_origin *origin, uint64_t *offset,
               bool *marks, uint64_t *theirs, char *why, size_t why_room, struct ds_error *err);
 
