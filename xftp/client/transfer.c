@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,19 @@ static bool same_as_origin(const char *local, const struct part_origin *origin)
                same_file(origin->size, origin->modified, &st, true);
 }
 
+/* One line on stderr that may name a server's files: shown printable. */
+static void say_printable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say_printable(const char *fmt, ...)
+{
+        char line[PATH_ROOM + 512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        listing_show(stderr, line, strlen(line), false);
+        fputc('\n', stderr);
+}
+
 /* Opens the partial file beside local for the remote file origin describes (part_open),
  * saying unless quiet why a partial of a file that changed since is started over. Returns
  * the descriptor or a negative errno. */
@@ -335,15 +349,10 @@ static int open_download(const char *remote, const char *local, const struct par
         int fd = part_open(part, o->resume, origin, offset, marks, theirs, why, sizeof(why), err);
         if (fd < 0)
                 return fd;
-        if (why[0] && !o->quiet) { /* the names may be a server's: shown printable */
-                char line[PATH_ROOM + 512];
-                snprintf(line, sizeof(line),
-                         "xftp: %s changed on the server since %s was begun (%s): "
-                         "starting over",
-                         remote, part, why);
-                listing_show(stderr, line, strlen(line), false);
-                fputc('\n', stderr);
-        }
+        if (why[0] && !o->quiet)
+                say_printable("xftp: %s changed on the server since %s was begun (%s): "
+                              "starting over",
+                              remote, part, why);
         if (*offset > origin->size && origin->size != UINT64_MAX) {
                 close(fd);
                 return ds_fail(err, 0, "%s holds more than the %llu bytes of %s: remove it", part,
@@ -406,15 +415,10 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         /* Bytes xftp has no record of writing are checked as a whole file, where they can be:
          * else a foreign partial's first bytes would be taken for the server's. */
         bool check = o->verify || (theirs && ftp->feat.hash);
-        if (theirs && !check && !o->quiet) { /* the names may be a server's: printable */
-                char line[PATH_ROOM + 512];
-                snprintf(line, sizeof(line),
-                         "xftp: %s: continuing after %llu bytes xftp did not write, unchecked "
-                         "(%s has no HASH)",
-                         part, (unsigned long long)theirs, ftp->host);
-                listing_show(stderr, line, strlen(line), false);
-                fputc('\n', stderr);
-        }
+        if (theirs && !check && !o->quiet)
+                say_printable("xftp: %s: continuing after %llu bytes xftp did not write, "
+                              "unchecked (%s has no HASH)",
+                              part, (unsigned long long)theirs, ftp->host);
         if (!marks)
                 n = 1; /* out-of-order blocks need the whole-mark to be resumable */
         uint64_t bound;
