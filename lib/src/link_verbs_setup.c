@@ -190,9 +190,10 @@ static int build_queues(struct verbs_link *v, struct rdma_conn_param *conn, stru
         conn->retry_count = 7;
         conn->rnr_retry_count = 7; /* a receiver out of buffers makes us wait, never fail */
         /* A lost packet waits out the ACK timeout before its resend: rdma_cm's default on
-         * RoCE is 2^17 x 4.096 us, 0.54 s, which soft-RoCE paid several times a run. */
+         * RoCE is 2^17 x 4.096 us, 0.54 s, which soft-RoCE paid several times a run. A
+         * kernel without the option (before 4.19) keeps its default: the link works on. */
         uint8_t ack_timeout = VB_ACK_TIMEOUT;
-        (void)rdma_set_option(v->id, RDMA_OPTION_IB, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+        (void)rdma_set_option(v->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
                               sizeof(ack_timeout));
 
         if (!(v->pd = ibv_alloc_pd(ctx)))

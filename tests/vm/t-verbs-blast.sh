@@ -80,6 +80,29 @@ run_case inline-write 3000 64 1 -- --verify
 run_case inline-send 3000 64 1 -- --op send --verify
 run_case read-odd-size 200 100000 1 -- --op read --verify
 
+# Every option the link sets on its rdma_cm ids (the ACK timeout) must be one the kernel
+# takes: a refused one shows only in the system call's answer, as the link works on
+# without it. Both ends' writes to rdma_cm are traced; none may be refused as unknown.
+options_case() {
+	local sink_pid st=0
+	port=$((port + 1))
+	timeout 60 strace -f -qq -e trace=write -e status=failed -o "$logs/options.sink.strace" \
+		"$bin/sink" -x verbs -B "$ip" -p "$port" --once --json >"$logs/options.sink.json" \
+		2>"$logs/options.sink.err" &
+	sink_pid=$!
+	ds_vm_wait_rdma_cm "$port" || ds_vm_die "options: sink did not listen"
+	timeout 60 strace -f -qq -e trace=write -e status=failed -o "$logs/options.blast.strace" \
+		"$bin/blast" -x verbs -p "$port" -n 10 -l 64K "$ip" >"$logs/options.blast.out" \
+		2>"$logs/options.blast.err" || st=$?
+	wait "$sink_pid" || st=$((st + 1))
+	[ "$st" = 0 ] || { show_logs options; ds_vm_die "options: blast or sink failed"; }
+	if grep -E '= -1 (ENOSYS|EINVAL|ENOPROTOOPT)' "$logs"/options.*.strace; then
+		ds_vm_die "options: the kernel refused an option the verbs link set (above)"
+	fi
+	echo "ok: options: every rdma_cm option taken on both ends"
+}
+options_case
+
 # expect_error NAME PATTERN CMD...: CMD fails within its time limit with one line on
 # stderr that matches PATTERN.
 expect_error() {
