@@ -14,7 +14,8 @@ block header is answered from the bytes received:
   the upload and after it is cut) each leave at most 8 MiB allocated (st_blocks);
 - a malformed block header's reply holds no number the client did not send, and one whose
   data would pass the largest file offset is answered as malformed (426), not as the
-  server's disk failing (451)."""
+  server's disk failing (451);
+- a block cut short keeps the bytes of it that came, for REST."""
 import atexit
 import os
 import re
@@ -274,6 +275,23 @@ def disk_bounded(port, root):
     c.expect(221, "QUIT")
 
 
+def cut_block_kept(port):
+    """A block cut short, 70000 of the 100000 bytes its header announced and then the
+    close, keeps the 70000 that came: PSIZ offers them to REST."""
+    c = session(port)
+    c.expect(200, "MODE E")
+    conns = c.data("STOR cut.bin")
+    conns[0].sendall(header(0, 100000, 0) + os.urandom(70000))
+    conns[0].close()
+    code, text = c.reply()
+    c.expect(200, "MODE S")
+    expect(400 <= code < 500, f"a block cut short: {text!r}")
+    psiz = c.expect(213, "PSIZ cut.bin")
+    expect(psiz == "213 70000", f"the cut block's partial: {psiz}")
+    ok(f"a block cut after 70000 of its 100000 bytes: {code}, PSIZ 70000")
+    c.expect(221, "QUIT")
+
+
 subprocess.run([f"{BIN}/xftpd", "--add-user", os.path.join(WORK, "users"), USER],
                input=PASSWORD + "\n", text=True, check=True)
 USERS = os.path.join(WORK, "users")
@@ -288,6 +306,7 @@ cases = {
     "ranges": lambda: ranges_bounded(plain_port),
     "headers": lambda: malformed_headers(plain_port),
     "disk": lambda: (empty(plain), disk_bounded(plain_port, plain[0])),
+    "cut": lambda: cut_block_kept(plain_port),
 }
 # XFTPD_MODEE_CASES="disk headers" runs only those (to see each fail on older code).
 for name in os.environ.get("XFTPD_MODEE_CASES", " ".join(cases)).split():

@@ -2,7 +2,8 @@
 # xftp against a hostile server (xftp_hostile_server.py): a reply that never ends is cut at
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
 # terminal, names with .. or / in a listing write nothing outside the destination, and a
-# download whose HASH differs leaves nothing to resume.
+# download whose HASH differs leaves nothing to resume; a download cut by a reset keeps
+# every byte that came.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
@@ -44,3 +45,22 @@ expect_error "a HASH that differs" "SHA-256 differs" "$xftp" -q --verify get \
 	fail "a download whose HASH differs left a partial: $(find "$work" -name '*lied*')"
 pass "get --verify: a HASH that differs leaves neither the file nor a partial to resume"
 wait "$hostile_pid" || true
+
+# A download cut by a reset keeps every byte that came: the last piece, short of a whole
+# buffer, is written too, so that --resume continues after it.
+python3 -c 'import sys; sys.stdout.buffer.write(bytes(i % 251 for i in range(200000)))' \
+	>"$work/cut.want"
+hostile 2214 cut
+expect_error "a download cut by a reset" "data receive: Connection reset by peer" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2214/f "$work/cut"
+wait "$hostile_pid" || true
+[ ! -e "$work/cut" ] || fail "a cut download took its name"
+[ "$(stat -c %s "$work/.cut.xftp-part" 2>/dev/null)" = 100000 ] ||
+	fail "the cut download kept $(stat -c %s "$work/.cut.xftp-part" 2>&1) bytes, not the 100000 that came"
+cmp -s -n 100000 "$work/.cut.xftp-part" "$work/cut.want" ||
+	fail "the cut download's partial is not the bytes that came"
+hostile 2215 cut
+"$xftp" -q --resume get ftp://u:p@127.0.0.1:2215/f "$work/cut" || fail "--resume of the cut download"
+wait "$hostile_pid" || true
+cmp -s "$work/cut" "$work/cut.want" || fail "the resumed download is not the file"
+pass "get cut by a reset: the 100000 bytes that came are kept, --resume fetches the rest"

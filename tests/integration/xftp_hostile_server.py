@@ -1,9 +1,16 @@
 """A hostile FTP server for xftp_hostile.sh: one session. argv: PORT, then "endless" (a
 multi-line greeting that never ends), "tricks" (PASV names a third host, listings carry
-terminal escapes and names that climb out with .. or /) or "lying-hash" (HASH names a hash
-that is not the file's)."""
+terminal escapes and names that climb out with .. or /), "lying-hash" (HASH names a hash
+that is not the file's) or "cut" (RETR sends CUT_SENT of the CUT_SIZE bytes of CUT_DATA and
+resets the data connection; after REST N it sends the rest whole)."""
+import fcntl
 import socket
+import struct
 import sys
+import time
+
+CUT_SIZE, CUT_SENT = 200000, 100000
+CUT_DATA = bytes(i % 251 for i in range(CUT_SIZE))
 
 port, how = int(sys.argv[1]), sys.argv[2]
 listener = socket.create_server(('127.0.0.1', port))
@@ -24,6 +31,26 @@ if how == 'endless':
         sys.exit(0)
 say('220 ready')
 data_listener = None
+rest = 0
+
+
+def cut_retr(conn):
+    """The cut: CUT_SENT bytes, acknowledged (none left in our queue, where a reset would
+    drop them), then a reset, which ends the download with an error, not at its end."""
+    if rest:
+        conn.sendall(CUT_DATA[rest:])
+        conn.close()
+        say('226 done')
+        return
+    conn.sendall(CUT_DATA[:CUT_SENT])
+    siocoutq = 0x5411  # bytes sent and not yet acknowledged
+    while struct.unpack('i', fcntl.ioctl(conn, siocoutq, b'\0' * 4))[0]:
+        time.sleep(0.01)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    conn.close()
+    say('426 cut')
+
+
 while True:
     line = f.readline()
     if not line:
@@ -54,14 +81,20 @@ while True:
         elif verb == 'MLSD':
             for name in ['../evil', '..', '.', 'a/../../evil2', '/abs-evil', 'ok']:
                 conn.sendall(b'type=file;size=5; ' + name.encode() + b'\r\n')
+        elif how == 'cut':
+            cut_retr(conn)
+            continue
         else:
             conn.sendall(b'hello')
         conn.close()
         say('226 done')
+    elif verb == 'REST':
+        rest = int(arg)
+        say('350 from %d' % rest)
     elif verb == 'HASH' and how == 'lying-hash':
         say('213 SHA-256 0-4 ' + '0' * 64)
     elif verb == 'SIZE':
-        say('213 5')
+        say('213 %d' % (CUT_SIZE if how == 'cut' else 5))
     elif verb == 'QUIT':
         say('221 bye')
         break

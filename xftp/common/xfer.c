@@ -427,20 +427,19 @@ static int send_all(struct pipeline *pl, struct xftp_conn *conn, struct iovec *i
         return 0;
 }
 
-/* Reads exactly len bytes; *got says how many came before the peer closed (then the
- * return is -EPIPE, or 0 when nothing came and eof_ok). */
+/* Reads exactly len bytes; *got says how many came, also before a failure or the peer's
+ * close (then the return is -EPIPE, or 0 when nothing came and eof_ok). */
 static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, size_t len,
                      bool eof_ok, size_t *got, struct ds_error *err)
 {
-        size_t done = 0;
-
-        while (done < len) {
-                size_t want = len - done;
+        *got = 0;
+        while (*got < len) {
+                size_t want = len - *got;
                 if (pl->pace_chunk && want > pl->pace_chunk)
                         want = pl->pace_chunk;
-                ssize_t n = conn->ops->recv(conn, (char *)buf + done, want, MSG_WAITALL);
+                ssize_t n = conn->ops->recv(conn, (char *)buf + *got, want, MSG_WAITALL);
                 if (n > 0) {
-                        done += (size_t)n;
+                        *got += (size_t)n;
                         progress(pl);
                         int rc = pace(pl, (size_t)n, err);
                         if (rc == 0)
@@ -450,8 +449,7 @@ static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, siz
                         continue;
                 }
                 if (n == 0) {
-                        *got = done;
-                        if (done == 0 && eof_ok)
+                        if (*got == 0 && eof_ok)
                                 return 0;
                         return ds_fail(err, 0, "data connection closed early"), -EPIPE;
                 }
@@ -459,7 +457,6 @@ static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, siz
                 if (rc < 0)
                         return rc;
         }
-        *got = done;
         return 0;
 }
 
@@ -539,11 +536,26 @@ static void *send_thread(void *arg)
 
 static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err);
 
-/* piece->len bytes from conn into piece: lent where the backend holds them whole (no
- * copy), else received into a free buffer. On failure nothing is left to give back. */
-static int take_payload(struct pipeline *pl, struct xftp_conn *conn, struct piece *piece,
+/* The first got bytes of piece came before its connection failed with rc: they are
+ * written all the same, so that a resume starts after them, not before. Returns rc. */
+static int deliver_before_failure(struct pipeline *pl, unsigned index, struct piece piece,
+                                  size_t got, int rc)
+{
+        struct ds_error unused; /* the connection's failure is the one to report */
+        piece.len = got;
+        count(pl, index, got);
+        if (deliver(pl, piece, &unused) < 0)
+                piece_done(pl, &piece);
+        return rc;
+}
+
+/* piece->len bytes from the index'th connection into piece: lent where the backend holds
+ * them whole (no copy), else received into a free buffer. On failure nothing is left to
+ * give back. */
+static int take_payload(struct pipeline *pl, unsigned index, struct piece *piece,
                         struct ds_error *err)
 {
+        struct xftp_conn *conn = &pl->conns[index];
         int rc = 0;
         if (conn->ops->lend && (piece->buf = conn->ops->lend(conn, piece->len, &piece->ticket))) {
                 piece->lender = conn;
@@ -552,8 +564,10 @@ static int take_payload(struct pipeline *pl, struct xftp_conn *conn, struct piec
                 if (rc == 0)
                         rc = check_wait(pl, err);
         } else if ((piece->buf = take_free(pl, err, &rc))) {
-                size_t got;
+                size_t got = 0;
                 rc = recv_full(pl, conn, piece->buf, piece->len, false, &got, err);
+                if (rc < 0 && got > 0)
+                        return deliver_before_failure(pl, index, *piece, got, rc);
         }
         if (rc < 0 && piece->buf)
                 piece_done(pl, piece);
@@ -571,7 +585,7 @@ static int recv_payload(const struct net_thread *t, const struct xftp_modee_bloc
                 size_t len =
                     block->count - done < pl->block ? (size_t)(block->count - done) : pl->block;
                 struct piece piece = {.len = len, .offset = block->offset + done};
-                int rc = take_payload(pl, &pl->conns[t->index], &piece, err);
+                int rc = take_payload(pl, t->index, &piece, err);
                 if (rc < 0)
                         return rc;
                 count(pl, t->index, len);
@@ -629,7 +643,8 @@ static int recv_blocks(const struct net_thread *t, struct ds_error *err)
 
 /* One piece of a MODE S stream, received into a free buffer and delivered at stream_at;
  * *last when the stream ended with it or before it. A piece received here (in the
- * caller's thread) that ends the stream is written here too. */
+ * caller's thread, before the pipeline runs) that ends the stream, or whose connection
+ * failed, is written here too: no disk side would take it. */
 static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *last,
                         struct ds_error *err)
 {
@@ -647,13 +662,21 @@ static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *la
         rc = recv_full(pl, &pl->conns[index], buf, pl->block, true, &got, err);
         if (rc == -EPIPE)
                 rc = 0; /* in MODE S the close is the end */
-        if (rc == 0 && got > end - pl->stream_at) {
-                ds_fail(err, 0, "data past offset %llu, the end allowed", (unsigned long long)end);
-                rc = -EFBIG;
+        if (got > end - pl->stream_at) {
+                if (rc == 0)
+                        rc = (ds_fail(err, 0, "data past offset %llu, the end allowed",
+                                      (unsigned long long)end),
+                              -EFBIG);
+                got = 0; /* none of it is kept */
+        }
+        pl->inline_write |= here && (got < pl->block || rc < 0);
+        if (rc < 0 && got > 0) {
+                pl->stream_at += got;
+                return deliver_before_failure(
+                    pl, index, (struct piece){.buf = buf, .offset = pl->stream_at - got}, got, rc);
         }
         if (rc == 0 && got > 0) {
                 count(pl, index, got);
-                pl->inline_write |= here && got < pl->block;
                 rc = deliver(pl, (struct piece){.buf = buf, .len = got, .offset = pl->stream_at},
                              err);
         }
