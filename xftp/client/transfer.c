@@ -277,6 +277,14 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
                         "%s: the server named no size and sent more than the %llu bytes "
                         "the destination can spare (%s kept)",
                         remote, (unsigned long long)bound, kept > 0 ? part : "nothing");
+        } else if (rc < 0) { /* the pipeline's words name neither the file nor the partial */
+                char why[sizeof(err->text)];
+                snprintf(why, sizeof(why), "%s", err->text);
+                if (kept > 0)
+                        ds_fail(err, 0, "%s: %s (%s keeps %llu bytes: --resume continues)", remote,
+                                why, part, kept);
+                else
+                        ds_fail(err, 0, "%s: %s (nothing kept)", remote, why);
         }
 }
 
