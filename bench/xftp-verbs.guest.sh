@@ -3,7 +3,8 @@
 # (rxe0 on a dummy netdev, both ends on 198.18.0.1) it alternates blast -x verbs at 4 MiB
 # messages (the channel's ceiling) with xftp -x verbs put and get of a file of MIB MiB
 # through xftpd between tmpfs stores, and xftp over TCP to the same address, RUNS times.
-# One line per run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run number.
+# One line per case and run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run
+# number, resends (completer_retry_err: ACK timeouts) since the case before.
 # blast sends for 5 s and the sink's figure counts (first to last arrival); xftp's is its
 # own, from the data channel's set-up to the server's 226 (and the file's sync). Every put
 # and get makes a new file: the get's copy and the store's are removed after the get, so no
@@ -50,9 +51,18 @@ ds_vm_wait_rdma_cm 5050 || ds_vm_die "sink did not listen"
 url=ftp://t:pw@$ip:2121
 head -c $((mib * 1048576)) /dev/urandom >src
 
-record() { # record CASE MB_PER_S
-	printf '%s\t%s\t%s\n' "$1" "$2" "$run" >>"$results"
-	printf 'run %s/%s: %-12s %8.1f MB/s\n' "$run" "$runs" "$1" "$2"
+# Packets soft-RoCE sent again after an ACK timeout (67 ms each): a case's figure pays for
+# them, so each row counts its own, from the port's counter before and after.
+retry_counter=/sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err
+resends_before=$(cat "$retry_counter")
+
+record() { # record CASE MB_PER_S: the figure and the case's resends
+	local now
+	now=$(cat "$retry_counter")
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$run" "$((now - resends_before))" >>"$results"
+	printf 'run %s/%s: %-12s %8.1f MB/s  %3s resends\n' "$run" "$runs" "$1" "$2" \
+		"$((now - resends_before))"
+	resends_before=$now
 }
 
 blast_run() {

@@ -4,13 +4,15 @@
 # MiB through xftpd between tmpfs stores, and the same over TCP to the same address, run
 # after run in alternation. Prints medians, spreads (min-max), the ratios of xftp -x
 # verbs's medians to blast's (the goal: >= 0.8) and to xftp over TCP's, and the median of
-# each run's ratio to blast. MB/s = 10^6 bytes/s.
+# each run's ratio to blast, and each case's resends after an ACK timeout. MB/s = 10^6
+# bytes/s.
 # The guest half is xftp-verbs.guest.sh. Needs root, qemu and a VM cache
 # (tests/vm/prepare.sh; DS_VM_CACHE names it); holds /tmp/ds-bench.lock.
 #   DS_BIN=build/bin bench/xftp-verbs.sh [RUNS] [MIB]
 # Defaults: 3 runs of 256 MiB, on RoCE's largest MTU, 4096, as RDMA links are run
 # (DS_RXE_MTU=9000 is d0's MTU; 1500 gives RoCE 1024). On an AMD EPYC host, 10 runs: at
-# 4096 blast 78 MB/s, put/blast 0.80, get 0.78; at 1024 blast 53, put 0.70, get 0.65.
+# 4096 blast 78 MB/s, put/blast 0.80, get 0.78; on another day blast 85, put 0.71, get 0.68
+# (xftp ~60 resends a transfer, blast 1-2); at 1024 blast 53, put 0.70, get 0.65.
 # DS_BIN_B=DIR adds a second build's xftp -x verbs put and get
 # (against its own xftpd) to every run, with their medians and the per-run ratios B/A.
 set -euo pipefail
@@ -51,13 +53,15 @@ printf '\nxftp over verbs on soft-RoCE (rxe0, one device, qemu TCG), %s runs of 
 	"$runs" "$mib"
 printf 'alternating; host load before: %s, after: %s. MB/s = 10^6 bytes/s.\n\n' "$load0" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %9s %9s %9s\n' case median min max
+printf '%-12s %9s %9s %9s %9s\n' case median min max resends
 declare -A median
 for c in blast put-verbs get-verbs put-tcp get-tcp ${bin_b:+put-verbs-b get-verbs-b}; do
 	read -r med lo hi <<<"$(bench_median "$work/vm/results.tsv" "$c")"
 	median[$c]=$med
-	printf '%-12s %9.1f %9.1f %9.1f\n' "$c" "$med" "$lo" "$hi"
+	printf '%-12s %9.1f %9.1f %9.1f %9d\n' "$c" "$med" "$lo" "$hi" \
+		"$(awk -F'\t' -v c="$c" '$1 == c { n += $4 } END { print n + 0 }' "$work/vm/results.tsv")"
 done
+echo "resends: packets soft-RoCE sent again after an ACK timeout, in all runs of the case"
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 # per_run NUM DEN: the median of each run's NUM / DEN and their spread. The two cases of a
