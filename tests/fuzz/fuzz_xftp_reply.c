@@ -70,10 +70,13 @@ static void check_line(const char *text, size_t len, bool mlsd)
         listing_size_fact(line, &value);
         if (xftp_time_parse(line, &when) > (int)len)
                 __builtin_trap(); /* a parser that read past the text */
-        if (listing_entry(line, mlsd, &name, &facts) &&
-            (name < line || name >= line + len || !*name || strchr(name, '/') ||
-             strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+        const char *left_out;
+        bool usable = listing_entry(line, mlsd, &name, &facts, &left_out);
+        if (usable && (name < line || name >= line + len || !*name || strchr(name, '/') ||
+                       strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
                 __builtin_trap();
+        if (!usable && left_out && (name < line || name >= line + len))
+                __builtin_trap(); /* a left-out entry's name lies in its line */
         free(line);
 }
 

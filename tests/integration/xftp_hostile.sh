@@ -1,9 +1,9 @@
 #!/bin/bash
 # xftp against a hostile server (xftp_hostile_server.py): a reply that never ends is cut at
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
-# terminal, names with .. or / in a listing write nothing outside the destination, and a
-# download whose HASH differs leaves nothing to resume; a download cut by a reset keeps
-# every byte that came.
+# terminal, names with .. or / in a listing write nothing outside the destination and are
+# named as not copied, a download whose HASH differs leaves nothing to resume, and a
+# download cut by a reset keeps every byte that came.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
@@ -28,11 +28,17 @@ wait "$hostile_pid" || true
 
 mkdir -p "$work/dest/deep"
 hostile 2212 tricks
-"$xftp" -q -r get ftp://u:p@127.0.0.1:2212/d "$work/dest/deep/d" || fail "get -r from the tricks server"
+status=0
+"$xftp" -q -r get ftp://u:p@127.0.0.1:2212/d "$work/dest/deep/d" 2>"$work/err" || status=$?
+[ "$status" = 1 ] || fail "get -r from the tricks server exited $status, not 1: $(cat "$work/err")"
 [ "$(cat "$work/dest/deep/d/ok")" = hello ] || fail "get -r did not fetch the plain name"
 [ "$(find "$work" -name '*evil*' | wc -l)" -eq 0 ] ||
 	fail "a listed name wrote outside the destination: $(find "$work" -name '*evil*')"
-pass "get -r: listed names with .. or / write nothing outside the destination"
+for name in d/../evil d/a/../../evil2 d//abs-evil; do
+	grep -qxF "xftp: failed: $name: a name with '/' in it: not copied" "$work/err" ||
+		fail "get -r did not name $name as not copied: $(cat "$work/err")"
+done
+pass "get -r: listed names with .. or / write nothing outside the destination, each named"
 wait "$hostile_pid" || true
 
 # A download whose HASH differs keeps nothing: its partial, resumable as whole, would let a

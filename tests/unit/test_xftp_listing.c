@@ -87,14 +87,14 @@ static void test_mlsd_line_gives_type_size_and_time(void **state)
         char line[] = "type=file;size=65536;modify=20240301123456.789;perm=r; data.h5\r";
         char *name;
         struct listing_facts facts;
-        assert_true(listing_entry(line, true, &name, &facts));
+        assert_true(listing_entry(line, true, &name, &facts, NULL));
         assert_string_equal(name, "data.h5");
         assert_false(facts.is_dir);
         assert_int_equal(facts.size, 65536);
         assert_string_equal(facts.modified, "20240301123456.789");
 
         char dir[] = "Type=dir;Modify=20240301123456; sub";
-        assert_true(listing_entry(dir, true, &name, &facts));
+        assert_true(listing_entry(dir, true, &name, &facts, NULL));
         assert_true(facts.is_dir);
         assert_int_equal(facts.size, UINT64_MAX); /* not named */
 }
@@ -106,13 +106,54 @@ static void test_mlsd_facts_are_matched_whole(void **state)
         struct listing_facts facts;
         /* a fact whose name merely ends in "type", and a size that is no number */
         char odd[] = "media-type=file;size=12x;modify=2024; x";
-        assert_false(listing_entry(odd, true, &name, &facts));
+        assert_false(listing_entry(odd, true, &name, &facts, NULL));
         char cdir[] = "type=cdir;size=4096; .";
-        assert_false(listing_entry(cdir, true, &name, &facts));
+        assert_false(listing_entry(cdir, true, &name, &facts, NULL));
         char nosize[] = "type=file;size=; y";
-        assert_true(listing_entry(nosize, true, &name, &facts));
+        assert_true(listing_entry(nosize, true, &name, &facts, NULL));
         assert_int_equal(facts.size, UINT64_MAX);
         assert_string_equal(facts.modified, "");
+}
+
+/* left_out names entries a copy leaves out; lines that name nothing leave it NULL. */
+static void expect_left_out(const char *text, bool mlsd, const char *name_wanted,
+                            const char *why_wanted)
+{
+        char line[256];
+        char *name;
+        struct listing_facts facts;
+        const char *left_out = "unset";
+        snprintf(line, sizeof(line), "%s", text);
+        assert_false(listing_entry(line, mlsd, &name, &facts, &left_out));
+        if (!why_wanted) {
+                assert_null(left_out);
+                return;
+        }
+        assert_non_null(left_out);
+        assert_string_equal(left_out, why_wanted);
+        assert_string_equal(name, name_wanted);
+}
+
+static void test_entries_left_out_say_why(void **state)
+{
+        (void)state;
+        expect_left_out("type=OS.unix=slink:/etc/passwd; l", true, "l",
+                        "a symbolic link: not copied");
+        expect_left_out("type=OS.unix=chr-1/3; null", true, "null",
+                        "neither a file nor a directory: not copied");
+        expect_left_out("size=5; untyped", true, "untyped", "no type named: not copied");
+        expect_left_out("type=file;size=5; ../evil", true, "../evil",
+                        "a name with '/' in it: not copied");
+        expect_left_out("lrwxrwxrwx 1 a a 4 Jan 1 2020 l -> t", false, "l -> t",
+                        "a symbolic link: not copied");
+        expect_left_out("prw-r--r-- 1 a a 0 Jan 1 2020 fifo", false, "fifo",
+                        "neither a file nor a directory: not copied");
+        /* what names nothing */
+        expect_left_out("type=cdir; /pub", true, NULL, NULL);
+        expect_left_out("type=pdir; ..", true, NULL, NULL);
+        expect_left_out("type=file; .", true, NULL, NULL);
+        expect_left_out("total 8", false, NULL, NULL);
+        expect_left_out("type=file;size=5;", true, NULL, NULL); /* no name */
 }
 
 static void test_list_line_gives_the_size(void **state)
@@ -121,7 +162,7 @@ static void test_list_line_gives_the_size(void **state)
         char line[] = "-rw-r--r--   1 ftp  ftp   123456 Nov 23 19:00 name with spaces";
         char *name;
         struct listing_facts facts;
-        assert_true(listing_entry(line, false, &name, &facts));
+        assert_true(listing_entry(line, false, &name, &facts, NULL));
         assert_string_equal(name, "name with spaces");
         assert_int_equal(facts.size, 123456);
         assert_string_equal(facts.modified, ""); /* LIST names no exact time */
@@ -170,6 +211,7 @@ int main(void)
             cmocka_unit_test(test_show_replaces_broken_utf8),
             cmocka_unit_test(test_mlsd_line_gives_type_size_and_time),
             cmocka_unit_test(test_mlsd_facts_are_matched_whole),
+            cmocka_unit_test(test_entries_left_out_say_why),
             cmocka_unit_test(test_list_line_gives_the_size),
             cmocka_unit_test(test_times_are_utc_both_ways),
             cmocka_unit_test(test_listing_times_are_those_mfmt_takes),

@@ -61,9 +61,30 @@ bool listing_facts_parse(const char *facts_line, struct listing_facts *facts)
         return facts->is_dir || (len == 4 && strncasecmp(type, "file", 4) == 0);
 }
 
-bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts)
+/* Why an MLSD entry that is neither a file nor a directory is left out; NULL for the
+ * listed directory and its parent (RFC 3659 7.5.1: cdir, pdir), which name nothing. */
+static const char *mlsd_left_out(const char *facts_line)
 {
+        const char *type;
+        size_t len;
+        if (!fact_value(facts_line, "type=", &type, &len))
+                return "no type named: not copied";
+        if (len == 4 && (strncasecmp(type, "cdir", 4) == 0 || strncasecmp(type, "pdir", 4) == 0))
+                return NULL;
+        if ((len >= 13 && strncasecmp(type, "OS.unix=slink", 13) == 0) ||
+            (len >= 15 && strncasecmp(type, "OS.unix=symlink", 15) == 0))
+                return "a symbolic link: not copied";
+        return "neither a file nor a directory: not copied";
+}
+
+bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts,
+                   const char **left_out)
+{
+        const char *why = NULL;
+        bool usable;
         *facts = (struct listing_facts){.size = UINT64_MAX};
+        if (left_out)
+                *left_out = NULL;
         line[strcspn(line, "\r")] = '\0';
         if (mlsd) {
                 /* "fact=value;fact=value; name" (RFC 3659 7.2) */
@@ -72,14 +93,17 @@ bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *fac
                         return false;
                 *space = '\0';
                 *name = space + 1;
-                if (!listing_facts_parse(line, facts))
-                        return false;
+                usable = listing_facts_parse(line, facts);
+                if (!usable)
+                        why = mlsd_left_out(line);
         } else {
                 /* "drwxr-xr-x 2 user group 4096 Nov 23 19:00 name": the size is the fifth
-                 * field, the name what follows the eighth */
-                if (line[0] != 'd' && line[0] != '-')
+                 * field, the name what follows the eighth; a line of another kind ("total
+                 * 8") names nothing */
+                char kind = line[0];
+                if (!kind || !strchr("d-lcbps", kind))
                         return false;
-                facts->is_dir = line[0] == 'd';
+                facts->is_dir = kind == 'd';
                 char *p = line;
                 for (int field = 0; field < 8; field++) {
                         p += strcspn(p, " ");
@@ -90,8 +114,20 @@ bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *fac
                                 facts->size = UINT64_MAX;
                 }
                 *name = p;
+                usable = kind == 'd' || kind == '-';
+                if (!usable)
+                        why = kind == 'l' ? "a symbolic link: not copied"
+                                          : "neither a file nor a directory: not copied";
         }
-        return **name && strcmp(*name, ".") != 0 && strcmp(*name, "..") != 0 && !strchr(*name, '/');
+        if (!**name || strcmp(*name, ".") == 0 || strcmp(*name, "..") == 0)
+                return false;
+        if (usable && strchr(*name, '/')) {
+                usable = false;
+                why = "a name with '/' in it: not copied";
+        }
+        if (left_out && !usable)
+                *left_out = why;
+        return usable;
 }
 
 int listing_size_fact(const char *line, uint64_t *size)

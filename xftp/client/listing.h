@@ -20,8 +20,11 @@ struct listing_facts {
 
 /* One line of a listing (LIST when mlsd is false, else MLSD), cut in place: *name points
  * into line, facts gets what the line says (LIST names no exact time). false for lines
- * that name nothing to copy (totals, ".", "..", links, names with '/', unknown types). */
-bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts);
+ * that name nothing to copy: then *left_out (if left_out is not NULL) says why an entry
+ * that names something is left out (a link, another type, a name with '/'), with *name
+ * set; it is NULL for what names nothing (totals, ".", "..", cdir, pdir). */
+bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts,
+                   const char **left_out);
 
 /* The facts of an MLST/MLSD line ("type=file;size=123;modify=...; name"): true when its
  * type is a file or a directory. Facts it does not name stay unknown. */

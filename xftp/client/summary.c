@@ -79,7 +79,7 @@ static void write_entries(struct ds_json *json, struct job_totals *t)
                 char *name, when_text[DS_UTC_TEXT];
                 struct listing_facts facts;
                 struct timespec when;
-                if (!listing_entry(line, t->listing_facts, &name, &facts))
+                if (!listing_entry(line, t->listing_facts, &name, &facts, NULL))
                         continue;
                 ds_json_open(json, NULL);
                 ds_json_str(json, "name", name);

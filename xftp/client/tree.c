@@ -298,11 +298,14 @@ static int plan_entries(struct job *j, char *text, const char *dir, const char *
              line = strtok_r(NULL, "\n", &save)) {
                 char *name, r[PATH_ROOM], l[PATH_ROOM];
                 struct listing_facts facts;
-                if (!listing_entry(line, j->ftp->feat.mlst, &name, &facts) ||
-                    (pattern && fnmatch(pattern, name, 0) != 0))
+                const char *left_out;
+                bool usable = listing_entry(line, j->ftp->feat.mlst, &name, &facts, &left_out);
+                if ((!usable && !left_out) || (pattern && fnmatch(pattern, name, 0) != 0))
                         continue;
                 (*matched)++;
-                if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), local, name) < 0)
+                if (!usable) /* named, as put -r names what it leaves out */
+                        plan_fail(&j->plan, join(r, sizeof(r), dir, name) < 0 ? dir : r, left_out);
+                else if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), local, name) < 0)
                         plan_fail(&j->plan, dir, "a name too long to copy");
                 else
                         rc = plan_remote_entry(j, r, l, &facts, depth);
@@ -403,7 +406,7 @@ static void remote_dir_read(struct job *j, const char *path, struct remote_dir *
              line = strtok_r(NULL, "\n", &save)) {
                 struct named_facts *e = &dir->entries[dir->count];
                 char *name;
-                if (listing_entry(line, j->ftp->feat.mlst, &name, &e->facts)) {
+                if (listing_entry(line, j->ftp->feat.mlst, &name, &e->facts, NULL)) {
                         e->name = name;
                         dir->count++;
                 }
