@@ -57,7 +57,7 @@ wait "$hostile_pid" || true
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(i % 251 for i in range(200000)))' \
 	>"$work/cut.want"
 hostile 2214 cut
-kept='\(.*/\.cut\.xftp-part keeps 100000 bytes: --resume continues\)$'
+kept='\(.*/\.[a-z]*\.xftp-part keeps 100000 bytes: --resume continues\)$'
 expect_error "a download cut by a reset" "^xftp: f: data receive: Connection reset by peer $kept" \
 	"$xftp" -q get ftp://u:p@127.0.0.1:2214/f "$work/cut"
 wait "$hostile_pid" || true
@@ -71,3 +71,18 @@ hostile 2215 cut
 wait "$hostile_pid" || true
 cmp -s "$work/cut" "$work/cut.want" || fail "the resumed download is not the file"
 pass "get cut by a reset: the 100000 bytes that came are kept, --resume fetches the rest"
+
+# A server that goes quiet mid-download is given --timeout for its data and then only a
+# brief wait for its reply (FTP_BRIEF_MS), with no goodbye on a dialogue out of step:
+# 3 + 2 s, where each wait took its own whole timeout (3 + 3 + 2 s). What came is kept.
+hostile 2216 stall
+start=$(date +%s%N)
+expect_error "a server that stalls" "^xftp: f: no data moved for 3000 ms $kept" \
+	"$xftp" -q --timeout 3 get ftp://u:p@127.0.0.1:2216/f "$work/stall"
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+kill "$hostile_pid" 2>/dev/null || true
+wait "$hostile_pid" || true
+[ "$elapsed_ms" -lt 7000 ] || fail "a stalled download with --timeout 3 took $elapsed_ms ms"
+[ "$(stat -c %s "$work/.stall.xftp-part" 2>/dev/null)" = 100000 ] ||
+	fail "the stalled download did not keep the 100000 bytes that came"
+pass "get from a server that stalls: given up after $elapsed_ms ms with --timeout 3"

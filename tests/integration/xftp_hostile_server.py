@@ -1,8 +1,9 @@
 """A hostile FTP server for xftp_hostile.sh: one session. argv: PORT, then "endless" (a
 multi-line greeting that never ends), "tricks" (PASV names a third host, listings carry
 terminal escapes and names that climb out with .. or /), "lying-hash" (HASH names a hash
-that is not the file's) or "cut" (RETR sends CUT_SENT of the CUT_SIZE bytes of CUT_DATA and
-resets the data connection; after REST N it sends the rest whole)."""
+that is not the file's), "cut" (RETR sends CUT_SENT of the CUT_SIZE bytes of CUT_DATA and
+resets the data connection; after REST N it sends the rest whole) or "stall" (RETR sends
+CUT_SENT bytes, then neither more nor a reply)."""
 import fcntl
 import socket
 import struct
@@ -84,6 +85,9 @@ while True:
         elif how == 'cut':
             cut_retr(conn)
             continue
+        elif how == 'stall':
+            conn.sendall(CUT_DATA[:CUT_SENT])
+            time.sleep(60)  # neither more data nor a reply
         else:
             conn.sendall(b'hello')
         conn.close()
@@ -94,7 +98,7 @@ while True:
     elif verb == 'HASH' and how == 'lying-hash':
         say('213 SHA-256 0-4 ' + '0' * 64)
     elif verb == 'SIZE':
-        say('213 %d' % (CUT_SIZE if how == 'cut' else 5))
+        say('213 %d' % (CUT_SIZE if how in ('cut', 'stall') else 5))
     elif verb == 'QUIT':
         say('221 bye')
         break

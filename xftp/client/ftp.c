@@ -149,6 +149,21 @@ int ftp_reply(struct ftp *ftp, struct ds_error *err)
         return rc;
 }
 
+/* The timeout, cut to FTP_BRIEF_MS: the wait for a reply that only tells or ends. */
+static int brief(int timeout_ms)
+{
+        return timeout_ms < 0 || timeout_ms > FTP_BRIEF_MS ? FTP_BRIEF_MS : timeout_ms;
+}
+
+int ftp_reply_brief(struct ftp *ftp, struct ds_error *err)
+{
+        int timeout_ms = ftp->timeout_ms;
+        ftp->timeout_ms = brief(timeout_ms);
+        int rc = ftp_reply(ftp, err);
+        ftp->timeout_ms = timeout_ms;
+        return rc;
+}
+
 int ftp_settle(struct ftp *ftp, struct ds_error *err)
 {
         int rc = owed_replies(ftp, ds_deadline_in(ftp->timeout_ms), err);
@@ -421,9 +436,12 @@ int ftp_close(struct ftp *ftp, struct ds_error *err)
         if (ftp->ctl.fd < 0)
                 return 0;
         ftp_drop_kept(ftp);
-        if (!ftp->stored && (timeout_ms < 0 || timeout_ms > 2000))
-                ftp->timeout_ms = 2000; /* a polite goodbye, no more */
-        int code = ftp->ended[0] ? 421 : ftp_cmd(ftp, &quit_err, "QUIT");
+        if (!ftp->stored)
+                ftp->timeout_ms = brief(timeout_ms); /* a polite goodbye, no more */
+        /* A dialogue out of step (a reply that never came whole) cannot end politely: the
+         * reply read would be another command's. An upload's still must be asked for. */
+        bool unheard = ftp->broken && !ftp->stored;
+        int code = ftp->ended[0] ? 421 : unheard ? 0 : ftp_cmd(ftp, &quit_err, "QUIT");
         ftp->timeout_ms = timeout_ms;
         if (ftp->stored && code != 221) {
                 const char *why = ftp->ended[0] ? ftp->ended

@@ -21,6 +21,7 @@ struct xftp_verbs_listener;
 
 #define FTP_LINE_MAX  4096u       /* a longer reply line is a broken server */
 #define FTP_REPLY_MAX (64u << 10) /* all lines of one reply, FEAT included */
+#define FTP_BRIEF_MS  2000        /* the wait for a goodbye, or for why a transfer failed */
 
 /* What FEAT advertised (RFC 2389), and what the client found out by trying. */
 struct ftp_features {
@@ -128,6 +129,9 @@ int ftp_settle(struct ftp *ftp, struct ds_error *err);
 /* Reads one more reply (after a 1xx preliminary one), those of commands sent ahead first.
  * Returns its code or a negative errno. */
 int ftp_reply(struct ftp *ftp, struct ds_error *err);
+/* ftp_reply waiting at most FTP_BRIEF_MS (less when the timeout is shorter): for a reply
+ * that can only say why something already failed. */
+int ftp_reply_brief(struct ftp *ftp, struct ds_error *err);
 
 /* TYPE I and the MODE/Parallelism for streams (MODE E for more than one, or blocks; else
  * MODE S), sending only what changes; a change drops the kept connections. Returns 0 or a

@@ -75,10 +75,11 @@ static struct xftp_xfer_opts xfer_opts(const struct job_opts *o, uint64_t offset
                                        .flags = o->no_sendfile ? XFTP_XFER_NO_SENDFILE : 0};
 }
 
-/* Reads the reply that follows a 1xx, which must be 2xx. */
-static int final_reply(struct ftp *ftp, const char *what, struct ds_error *err)
+/* Reads the reply that follows a 1xx, which must be 2xx; only briefly when the data
+ * already failed for a quiet server. */
+static int final_reply(struct ftp *ftp, const char *what, bool brief, struct ds_error *err)
 {
-        int rc = ftp_reply(ftp, err);
+        int rc = brief ? ftp_reply_brief(ftp, err) : ftp_reply(ftp, err);
         if (rc >= 0 && (rc < 200 || rc > 299))
                 return ds_fail(err, 0, "%s: %s", what, ftp->reply), -EIO;
         return rc < 0 ? rc : 0;
@@ -128,7 +129,7 @@ static int open_verbs(struct ftp *ftp, const char *verb, const char *remote, uin
         ftp_verbs_end(&v);
         if (rc < 0 && started) {
                 struct ds_error ignored;
-                final_reply(ftp, verb, &ignored);
+                final_reply(ftp, verb, rc == -ETIMEDOUT, &ignored);
         }
         return rc;
 }
@@ -220,7 +221,10 @@ static int move_data(struct ftp *ftp, struct xftp_xfile *file, bool receive,
         bool keep = rc == 0 && result->kept && conns[0].fd >= 0;
         ftp_data_done(ftp, conns, n, keep);
         struct ds_error reply_err;
-        int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc < 0 ? &reply_err : err);
+        /* After data that stopped moving for the whole timeout, the reply is awaited only
+         * briefly: a server that went quiet seldom speaks, and --timeout is the user's. */
+        int reply = final_reply(ftp, receive ? "RETR" : "STOR", rc == -ETIMEDOUT,
+                                rc < 0 ? &reply_err : err);
         if (keep && reply < 0)
                 ftp_drop_kept(ftp); /* the server ended badly: it closes them */
         if (!receive && reply == 0)
@@ -636,7 +640,7 @@ int transfer_listing(struct ftp *ftp, const char *verb, const char *path, size_t
         long got = xftp_data_read_all(&conn, text, max, &dopts, err);
         xftp_conn_close(&conn);
         struct ds_error reply_err;
-        rc = final_reply(ftp, verb, got < 0 ? &reply_err : err);
+        rc = final_reply(ftp, verb, got == -ETIMEDOUT, got < 0 ? &reply_err : err);
         if (got == -EFBIG)
                 return ds_fail(err, 0, "%s %s: listing over %zu bytes", verb, path, max), -EFBIG;
         if (got < 0)
@@ -720,9 +724,9 @@ int job_cp(struct ftp *src, const char *src_path, struct ftp *dst, const char *d
         /* The data may take long and never passes here: only a stop ends the wait. */
         int src_timeout = src->timeout_ms, dst_timeout = dst->timeout_ms;
         src->timeout_ms = dst->timeout_ms = -1;
-        rc = final_reply(src, "RETR", err);
+        rc = final_reply(src, "RETR", false, err);
         if (rc == 0)
-                rc = final_reply(dst, "STOR", err);
+                rc = final_reply(dst, "STOR", false, err);
         dst->stored |= rc == 0;
         src->timeout_ms = src_timeout;
         dst->timeout_ms = dst_timeout;
