@@ -78,7 +78,7 @@ pass "get cut by a reset: the 100000 bytes that came are kept, --resume fetches 
 hostile 2216 stall
 start=$(date +%s%N)
 expect_error "a server that stalls" "^xftp: f: no data moved for 3000 ms $kept" \
-	"$xftp" -q --timeout 3 get ftp://u:p@127.0.0.1:2216/f "$work/stall"
+	"$xftp" -q -b 64K --timeout 3 get ftp://u:p@127.0.0.1:2216/f "$work/stall"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 kill "$hostile_pid" 2>/dev/null || true
 wait "$hostile_pid" || true

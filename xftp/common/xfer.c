@@ -194,6 +194,14 @@ static void count_sent(struct pipeline *pl, unsigned index, size_t bytes, size_t
         atomic_fetch_add_explicit(&pl->sent_blocks, bytes == len, memory_order_relaxed);
 }
 
+/* The caller's work once a slice (progress, live figures), in the caller's thread. */
+static void slice_passed(struct pipeline *pl)
+{
+        const struct xftp_xfer_opts *o = pl->opts;
+        if (o->on_slice && pthread_equal(pthread_self(), pl->caller))
+                o->on_slice(o->slice_ctx);
+}
+
 /* After a slice: 0 to keep waiting, or why to give up. Also after a socket call that
  * moved bytes: on a slow link a slice ends with a partial count, not an error, so a
  * steady trickle would otherwise never see a stop. */
@@ -201,8 +209,7 @@ static int check_wait(struct pipeline *pl, struct ds_error *err)
 {
         const struct xftp_xfer_opts *o = pl->opts;
 
-        if (o->on_slice && pthread_equal(pthread_self(), pl->caller))
-                o->on_slice(o->slice_ctx);
+        slice_passed(pl);
         if (ds_stopping() || (o->stop && atomic_load_explicit(o->stop, memory_order_relaxed)))
                 return ds_fail(err, -EINTR, "transfer stopped");
         if (failed(pl))
@@ -247,8 +254,8 @@ static int retry_or_fail(struct pipeline *pl, ssize_t rc, const char *what, stru
         return check_wait(pl, err);
 }
 
-/* Waits on the condition variable for one slice (so stop and idle are looked at). */
-static int wait_locked(struct pipeline *pl, struct ds_error *err)
+/* Waits on the condition variable for one slice; the lock is held. */
+static void wait_slice(struct pipeline *pl)
 {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -258,12 +265,32 @@ static int wait_locked(struct pipeline *pl, struct ds_error *err)
                 until.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&pl->changed, &pl->lock, &until);
+}
+
+/* Waits one slice, then looks at stop and idle. */
+static int wait_locked(struct pipeline *pl, struct ds_error *err)
+{
+        wait_slice(pl);
         if (pl->failed)
                 return -ECANCELED;
         pthread_mutex_unlock(&pl->lock);
         int rc = check_wait(pl, err);
         pthread_mutex_lock(&pl->lock);
         return rc;
+}
+
+/* The disk side of receiving waits one slice for pieces, leaving stop and idle to the
+ * network threads still running: each sees both within a slice and hands over the bytes
+ * it holds first, which a disk side that gave up before it would drop. */
+static int wait_for_pieces(struct pipeline *pl)
+{
+        wait_slice(pl);
+        if (pl->failed)
+                return -ECANCELED;
+        pthread_mutex_unlock(&pl->lock);
+        slice_passed(pl);
+        pthread_mutex_lock(&pl->lock);
+        return 0;
 }
 
 static void *take_free(struct pipeline *pl, struct ds_error *err, int *rc)
@@ -346,7 +373,7 @@ static int pop_piece(struct pipeline *pl, struct queue *q, bool until_done, stru
 
         pthread_mutex_lock(&pl->lock);
         while (q->count == 0 && !(until_done && pl->net_running == 0) &&
-               (rc = wait_locked(pl, err)) == 0)
+               (rc = until_done ? wait_for_pieces(pl) : wait_locked(pl, err)) == 0)
                 ;
         if (until_done && q->count > 0)
                 rc = 0; /* what arrived before a failure is still written: more to resume from */
@@ -536,12 +563,15 @@ static void *send_thread(void *arg)
 
 static int deliver(struct pipeline *pl, struct piece piece, struct ds_error *err);
 
-/* The first got bytes of piece came before its connection failed with rc: they are
- * written all the same, so that a resume starts after them, not before. Returns rc. */
+/* The first got bytes of piece came before its connection failed with rc (err says
+ * why): they are written all the same, so that a resume starts after them, not before.
+ * Returns rc. */
 static int deliver_before_failure(struct pipeline *pl, unsigned index, struct piece piece,
-                                  size_t got, int rc)
+                                  size_t got, int rc, const struct ds_error *err)
 {
         struct ds_error unused; /* the connection's failure is the one to report */
+        if (pl->inline_write)
+                fail(pl, rc, err); /* first: a failed write here must not take its place */
         piece.len = got;
         count(pl, index, got);
         if (deliver(pl, piece, &unused) < 0)
@@ -567,7 +597,7 @@ static int take_payload(struct pipeline *pl, unsigned index, struct piece *piece
                 size_t got = 0;
                 rc = recv_full(pl, conn, piece->buf, piece->len, false, &got, err);
                 if (rc < 0 && got > 0)
-                        return deliver_before_failure(pl, index, *piece, got, rc);
+                        return deliver_before_failure(pl, index, *piece, got, rc, err);
         }
         if (rc < 0 && piece->buf)
                 piece_done(pl, piece);
@@ -673,7 +703,8 @@ static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *la
         if (rc < 0 && got > 0) {
                 pl->stream_at += got;
                 return deliver_before_failure(
-                    pl, index, (struct piece){.buf = buf, .offset = pl->stream_at - got}, got, rc);
+                    pl, index, (struct piece){.buf = buf, .offset = pl->stream_at - got}, got, rc,
+                    err);
         }
         if (rc == 0 && got > 0) {
                 count(pl, index, got);
