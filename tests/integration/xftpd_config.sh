@@ -194,6 +194,9 @@ kill -HUP "$conf_pid"
 for _ in $(seq 100); do grep -q 'bad settings' "$work/xftpd.log" && break; sleep 0.1; done
 grep -q "reload.conf line 6: idle: 'soon'" "$work/xftpd.log" && grep -q 'bad settings' "$work/xftpd.log" ||
 	fail "a broken config file is not logged: $(tail -3 "$work/xftpd.log")"
+# The bad line is a log line like the others, stamped with the time.
+grep -Eq "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{4} xftpd: .*reload.conf line 6: idle: 'soon'" \
+	"$work/xftpd.log" || fail "the bad line is not a stamped log line: $(grep 'line 6' "$work/xftpd.log")"
 sed -i -e '/^idle/d' -e 's/^port = 16532/port = 16533/' -e 's/40320-40320/40321-40321/' \
 	"$work/reload.conf"
 kill -HUP "$conf_pid"

@@ -179,8 +179,9 @@ static void keep_restart_only(const struct options *old, struct options *o)
 
 /* Whether text (with the command line) gives good settings. The option handlers exit on
  * a bad value, as they should at start, so a child tries them first: its one line on
- * stderr says what is wrong. It answers through a pipe, not its exit status, which a
- * reaper of sessions may collect first; it only parses, but is waited for 5 s at most. */
+ * stderr, sent through the log, says what is wrong. It answers through a pipe, not its
+ * exit status, which a reaper of sessions may collect first; it only parses, but is
+ * waited for 5 s at most. */
 static bool settings_ok(const struct server *sv, char *text)
 {
         struct options tried;
@@ -195,6 +196,11 @@ static bool settings_ok(const struct server *sv, char *text)
         pid_t pid = fork();
         if (pid == 0) {
                 close(answer[0]);
+                /* err(3) writes to stderr: so the complaint is stamped, or goes to syslog,
+                 * as every other line of the listener's is. */
+                FILE *log = xftpd_log_stream();
+                if (log)
+                        stderr = log;
                 xftpd_options_parse(sv->argc, sv->argv, text, &tried);
                 _exit(write(answer[1], "y", 1) == 1 ? 0 : 1);
         }
