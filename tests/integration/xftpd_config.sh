@@ -141,6 +141,8 @@ chmod --reference="$work/xfer.log.1" "$work/xfer.log"
 kill -HUP "$hup_pid" $(pgrep -P "$hup_pid")
 for _ in $(seq 100); do grep -q 'reloaded' "$work/xftpd.log" && break; sleep 0.1; done
 grep -q 'reloaded' "$work/xftpd.log" || fail "no reload logged: $(tail -3 "$work/xftpd.log")"
+grep -q "xftpd: reloaded users file $work/users\$" "$work/xftpd.log" ||
+	fail "the reload without -c does not name the users file: $(grep reloaded "$work/xftpd.log")"
 touch "$work/go"
 wait "$get_pid" || fail "the download across the reload failed"
 same "$work/big.got" "$work/root/big.bin" "a 200 MB download running across SIGHUP completes whole"
@@ -207,6 +209,8 @@ ftplib 16532 <<'PY' || fail "the reloaded passive range"
 port = int(ftp.sendcmd('EPSV').split('|||')[1].split('|')[0])
 assert port == 40321, port
 PY
+grep -q "xftpd: reloaded config file $work/reload.conf and users file $work/users\$" "$work/xftpd.log" ||
+	fail "the reload does not name both files: $(grep reloaded "$work/xftpd.log")"
 pass "a config file reloaded: broken, logged and kept; port ignored (logged); pasv-ports taken"
 # Settings a restart changes (root, listen) outlive the text of the file they came from.
 for round in 1 2 3; do
@@ -343,6 +347,7 @@ pass "anonymous sees only --anon-root, read-only; a user without a root gets --r
 
 "$xftpd" -p 16542 --root "$work/root" --anonymous --anon-root "$work/pub" --anon-write \
 	"${run_as[@]}" 2>>"$work/xftpd.log" &
+anon_pid=$!
 wait_listening 16542
 python3 - <<'PY' || fail "--anon-write"
 import ftplib, io
@@ -353,6 +358,11 @@ ftp.storbinary('STOR up.txt', io.BytesIO(b'up'))
 PY
 [ -f "$work/pub/up.txt" ] || fail "the anonymous upload is not in --anon-root"
 pass "--anon-write lets anonymous upload, into --anon-root"
+kill -HUP "$anon_pid"
+for _ in $(seq 100); do grep -q 'reloaded:' "$work/xftpd.log" && break; sleep 0.1; done
+grep -q 'xftpd: reloaded: no config or users file to read$' "$work/xftpd.log" ||
+	fail "a reload with no file to read is not said so: $(grep reloaded "$work/xftpd.log")"
+pass "a reload with neither a config nor a users file says there was none to read"
 expect_error "--anon-root without --anonymous" "go with --anonymous" \
 	"$xftpd" -p 16543 --root "$work/root" --users "$work/users2" --anon-root "$work/pub"
 log_clean

@@ -296,9 +296,11 @@ static void reload(struct server *sv)
         sv->users = users;
         sv->o = o;
         set_session_config(sv);
-        xftpd_log(LOG_INFO, "reloaded%s%s%s%s", o.config_file ? " " : "",
-                  o.config_file ? o.config_file : "", o.users_file ? " and " : "",
-                  o.users_file ? o.users_file : "");
+        /* Each file named as what it is: either may be missing (no -c, --anonymous only). */
+        xftpd_log(LOG_INFO, "reloaded%s%s%s%s%s%s", o.config_file ? " config file " : "",
+                  o.config_file ? o.config_file : "", o.config_file && o.users_file ? " and" : "",
+                  o.users_file ? " users file " : "", o.users_file ? o.users_file : "",
+                  o.config_file || o.users_file ? "" : ": no config or users file to read");
 }
 
 /* Accepts until SIGTERM, one child process per session. Returns the exit status. */
