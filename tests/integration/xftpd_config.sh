@@ -250,6 +250,8 @@ mkdir -p "$work/s0" "$work/s1"
 [ "$(id -u)" -ne 0 ] || chown nobody "$work/s0" "$work/s1"
 printf 'sam pass\n' | "$xftpd" --add-user "$work/users2" sam --home "$work/s0,$work/s1" ||
 	fail "--add-user --home with a striped root"
+printf 'gone pass\n' | "$xftpd" --add-user "$work/users2" gone --home "$work/gone" ||
+	fail "--add-user gone"
 "$xftpd" -p 16541 --root "$work/root" --users "$work/users2" --anonymous \
 	--anon-root "$work/pub" "${run_as[@]}" 2>>"$work/xftpd.log" &
 wait_listening 16541
@@ -344,6 +346,10 @@ ftp2.login('bob', 'bob pass')
 assert 'f.bin' in ftp2.nlst()
 PY
 pass "anonymous sees only --anon-root, read-only; a user without a root gets --root"
+[ "$(login 16541 gone 'gone pass')" = 421 ] || fail "gone, whose root is missing, is not refused"
+grep -q "gone .*: users file root $work/gone: No such file" "$work/xftpd.log" ||
+	fail "a missing root from the users file is misnamed: $(grep 'gone ' "$work/xftpd.log")"
+pass "a user's missing root is refused (421) and logged as the users file's"
 
 "$xftpd" -p 16542 --root "$work/root" --anonymous --anon-root "$work/pub" --anon-write \
 	"${run_as[@]}" 2>>"$work/xftpd.log" &

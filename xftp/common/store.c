@@ -110,11 +110,11 @@ int xftp_store_path(const char *cwd, const char *arg, char *out, size_t len)
         return 0;
 }
 
-int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags,
+int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags, const char *what,
                     struct ds_error *err)
 {
-        return strchr(roots, ',') ? store_stripe_open(out, roots, err)
-                                  : store_dir_open(out, roots, flags, err);
+        return strchr(roots, ',') ? store_stripe_open(out, roots, what, err)
+                                  : store_dir_open(out, roots, flags, what, err);
 }
 
 void xftp_store_close(struct xftp_store *store)

@@ -43,9 +43,9 @@ enum xftp_store_flags {
 };
 
 /* Opens the store on roots, "DIR" or "DIR,DIR,..." (two or more: a striped set, the
- * directories on different disks), flags from enum xftp_store_flags. Returns 0 or a
- * negative errno with err filled. */
-int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags,
+ * directories on different disks), flags from enum xftp_store_flags. what names where
+ * roots came from ("--root"), for err. Returns 0 or a negative errno with err filled. */
+int xftp_store_open(struct xftp_store **out, const char *roots, unsigned flags, const char *what,
                     struct ds_error *err);
 void xftp_store_close(struct xftp_store *store);
 /* 1 for a plain directory, the stripe width for a striped set. */

@@ -825,7 +825,8 @@ static const struct xftp_store_ops dir_ops = {
     .partial_size = dir_partial_size,
 };
 
-int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, struct ds_error *err)
+int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, const char *what,
+                   struct ds_error *err)
 {
         struct dir_store *store = calloc(1, sizeof(*store));
 
@@ -835,7 +836,7 @@ int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, st
         if (store->root_fd < 0) {
                 int rc = -errno;
                 free(store);
-                return ds_fail(err, rc, "--root %s", root);
+                return ds_fail(err, rc, "%s %s", what, root);
         }
         store->base.ops = &dir_ops;
         store->base.width = 1;

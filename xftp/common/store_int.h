@@ -44,8 +44,10 @@ struct xftp_store_file {
         uint64_t start;
 };
 
-int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, struct ds_error *err);
-int store_stripe_open(struct xftp_store **out, const char *roots, struct ds_error *err);
+int store_dir_open(struct xftp_store **out, const char *root, unsigned flags, const char *what,
+                   struct ds_error *err);
+int store_stripe_open(struct xftp_store **out, const char *roots, const char *what,
+                      struct ds_error *err);
 
 /* openat2 beneath dirfd, with no magic links ("" opens dirfd's own directory). Returns
  * the descriptor or a negative errno. */

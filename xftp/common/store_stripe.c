@@ -548,15 +548,17 @@ static const struct xftp_store_ops stripe_ops = {
     .file_close = sfile_close,
 };
 
-int store_stripe_open(struct xftp_store **out, const char *roots, struct ds_error *err)
+int store_stripe_open(struct xftp_store **out, const char *roots, const char *what,
+                      struct ds_error *err)
 {
+        struct ds_error why; /* the stripe library's, which knows not where roots came from */
         char **dirs;
         unsigned n;
-        int rc = ds_stripe_dirs_parse(roots, &dirs, &n, err);
-        if (rc < 0)
-                return rc;
-        if ((rc = ds_stripe_check_dirs((const char *const *)dirs, n, err)) < 0) {
+        int rc = ds_stripe_dirs_parse(roots, &dirs, &n, &why);
+        if (rc == 0 && (rc = ds_stripe_check_dirs((const char *const *)dirs, n, &why)) < 0)
                 free(dirs);
+        if (rc < 0) {
+                ds_fail(err, 0, "%s: %s", what, why.text);
                 return rc;
         }
         struct stripe_store *store = calloc(1, sizeof(*store));
@@ -568,7 +570,7 @@ int store_stripe_open(struct xftp_store **out, const char *roots, struct ds_erro
         for (unsigned i = 0; i < n && rc == 0; i++) {
                 store->root_fds[i] = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (store->root_fds[i] < 0)
-                        rc = ds_fail(err, -errno, "--root %s", dirs[i]);
+                        rc = ds_fail(err, -errno, "%s %s", what, dirs[i]);
                 else
                         store->base.width++;
         }

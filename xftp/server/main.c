@@ -368,8 +368,8 @@ int main(int argc, char **argv)
         struct xftp_tls *tls = NULL; /* before the drop: the key may be root's alone */
         if (o->tls_cert && xftp_tls_server(&tls, o->tls_cert, o->tls_key, &err) < 0)
                 errx(1, "%s", err.text);
-        if (xftp_store_open(&store, o->roots, o->direct_reads ? XFTP_STORE_DIRECT_READS : 0, &err) <
-            0)
+        if (xftp_store_open(&store, o->roots, o->direct_reads ? XFTP_STORE_DIRECT_READS : 0,
+                            "--root", &err) < 0)
                 errx(1, "%s", err.text);
         /* Before the port opens: a SIGUSR1 sent once it listens is a stray one to ignore,
          * not a default action that ends the server; a SIGTERM or SIGHUP that comes as it

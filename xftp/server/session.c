@@ -241,9 +241,9 @@ static bool open_user_store(struct session *s)
             s->anonymous ? s->config->anon_root : xftpd_users_root(s->config->users, s->user, &ro);
 
         s->read_only = s->anonymous ? !s->config->anon_write : ro;
-        if (root &&
-            xftp_store_open(&s->own_store, root,
-                            s->config->direct_reads ? XFTP_STORE_DIRECT_READS : 0, &err) < 0) {
+        if (root && xftp_store_open(&s->own_store, root,
+                                    s->config->direct_reads ? XFTP_STORE_DIRECT_READS : 0,
+                                    s->anonymous ? "--anon-root" : "users file root", &err) < 0) {
                 xftpd_log(LOG_ERR, "%s %s: %s", s->user, s->peer_text, err.text);
                 session_reply(s, "421 Your store cannot be opened; closing.");
                 return false;
