@@ -371,4 +371,9 @@ grep -q 'xftpd: reloaded: no config or users file to read$' "$work/xftpd.log" ||
 pass "a reload with neither a config nor a users file says there was none to read"
 expect_error "--anon-root without --anonymous" "go with --anonymous" \
 	"$xftpd" -p 16543 --root "$work/root" --users "$work/users2" --anon-root "$work/pub"
+# A wrong --anon-root stops the start, as a wrong --root does, not the first anonymous login.
+expect_error "a missing --anon-root" "--anon-root $work/nopub: No such file" \
+	"$xftpd" -p 16543 --root "$work/root" --anonymous --anon-root "$work/nopub" "${run_as[@]}"
+expect_error "an --anon-root not a directory" "--anon-root $work/pub/p.txt: Not a directory" \
+	"$xftpd" -p 16543 --root "$work/root" --anonymous --anon-root "$work/pub/p.txt" "${run_as[@]}"
 log_clean

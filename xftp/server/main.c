@@ -303,6 +303,19 @@ static void reload(struct server *sv)
                   o.config_file || o.users_file ? "" : ": no config or users file to read");
 }
 
+/* Whether anonymous's store opens, as the user sessions run as (call after the drop): a
+ * wrong --anon-root is found at start, not at the first anonymous login. Returns 0 or a
+ * negative errno with err filled. */
+static int anon_root_check(const char *anon_root, struct ds_error *err)
+{
+        struct xftp_store *anon_store;
+        int rc = xftp_store_open(&anon_store, anon_root, 0, "--anon-root", err);
+
+        if (rc == 0)
+                xftp_store_close(anon_store);
+        return rc;
+}
+
 /* Accepts until SIGTERM, one child process per session. Returns the exit status. */
 static int serve(int listen_fd, struct server *sv, struct throttle *throttle)
 {
@@ -393,6 +406,8 @@ int main(int argc, char **argv)
         snprintf(first_root, sizeof(first_root), "%.*s", (int)strcspn(o->roots, ","), o->roots);
         xfer_verbs_allow_locking(o->max_mem); /* while root may still raise the limit */
         if (guard_drop_privileges(o->run_as, first_root, o->allow_root, sv.xferlog_fd, &err) < 0)
+                errx(1, "%s", err.text);
+        if (o->anon_root && anon_root_check(o->anon_root, &err) < 0)
                 errx(1, "%s", err.text);
         struct ds_shared_budget *budget;
         rc = ds_shared_budget_create(&budget, o->max_mem, o->max_sessions);
