@@ -199,6 +199,14 @@ grep -q "reload.conf line 6: idle: 'soon'" "$work/xftpd.log" && grep -q 'bad set
 # The bad line is a log line like the others, stamped with the time.
 grep -Eq "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{4} xftpd: .*reload.conf line 6: idle: 'soon'" \
 	"$work/xftpd.log" || fail "the bad line is not a stamped log line: $(grep 'line 6' "$work/xftpd.log")"
+# A wrong --anon-root on reload is refused as at start.
+sed -i '/^idle/d' "$work/reload.conf"
+printf 'anonymous = yes\nanon-root = %s\n' "$work/nopub" >>"$work/reload.conf"
+kill -HUP "$conf_pid"
+for _ in $(seq 100); do grep -q 'reload: --anon-root' "$work/xftpd.log" && break; sleep 0.1; done
+grep -q "reload: --anon-root $work/nopub: No such file.*old settings are kept" "$work/xftpd.log" ||
+	fail "a missing --anon-root on reload is not refused: $(tail -3 "$work/xftpd.log")"
+sed -i '/^anon/d' "$work/reload.conf"
 sed -i -e '/^idle/d' -e 's/^port = 16532/port = 16533/' -e 's/40320-40320/40321-40321/' \
 	"$work/reload.conf"
 kill -HUP "$conf_pid"

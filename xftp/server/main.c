@@ -265,6 +265,19 @@ static void set_session_config(struct server *sv)
         c->pasv_addr = o->pasv_addr;
 }
 
+/* Whether anonymous's store opens, as the user sessions run as (call after the drop): a
+ * wrong --anon-root is found at start or reload, not at the first anonymous login.
+ * Returns 0 or a negative errno with err filled. */
+static int anon_root_check(const char *anon_root, struct ds_error *err)
+{
+        struct xftp_store *anon_store;
+        int rc = xftp_store_open(&anon_store, anon_root, 0, "--anon-root", err);
+
+        if (rc == 0)
+                xftp_store_close(anon_store);
+        return rc;
+}
+
 /* SIGHUP: the config file and the users file read again, the transfer log reopened. New
  * sessions get them; a file that is broken changes nothing. */
 static void reload(struct server *sv)
@@ -284,8 +297,10 @@ static void reload(struct server *sv)
                 return;
         }
         xftpd_options_parse(sv->argc, sv->argv, text, &o); /* cannot fail now */
-        if (o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0) {
+        if ((o.users_file && xftpd_users_load(&users, o.users_file, &err) < 0) ||
+            (o.anon_root && anon_root_check(o.anon_root, &err) < 0)) {
                 xftpd_log(LOG_ERR, "reload: %s; the old settings are kept", err.text);
+                xftpd_users_free(users);
                 free(text);
                 return;
         }
@@ -301,19 +316,6 @@ static void reload(struct server *sv)
                   o.config_file ? o.config_file : "", o.config_file && o.users_file ? " and" : "",
                   o.users_file ? " users file " : "", o.users_file ? o.users_file : "",
                   o.config_file || o.users_file ? "" : ": no config or users file to read");
-}
-
-/* Whether anonymous's store opens, as the user sessions run as (call after the drop): a
- * wrong --anon-root is found at start, not at the first anonymous login. Returns 0 or a
- * negative errno with err filled. */
-static int anon_root_check(const char *anon_root, struct ds_error *err)
-{
-        struct xftp_store *anon_store;
-        int rc = xftp_store_open(&anon_store, anon_root, 0, "--anon-root", err);
-
-        if (rc == 0)
-                xftp_store_close(anon_store);
-        return rc;
 }
 
 /* Accepts until SIGTERM, one child process per session. Returns the exit status. */
