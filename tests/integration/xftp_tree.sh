@@ -268,10 +268,9 @@ diff -r "$root/tree" "$work/cut" >/dev/null || fail "--update after a stop: the 
 pass "Ctrl-C mid-tree: status 130, $(cat "$work/err"); what has its name is whole; --update ends the copy"
 # A listing that outlasts the server's idle time (--idle 2): the workers, logged in as it
 # began, were dropped meanwhile (421), and log in again for their first file. The session
-# that lists is held in turns of 1.2 s, each ended once it has served a few commands (its
-# context switches), as a slow listing would be; the workers sit idle throughout.
+# that lists is held in turns, as a slow listing would be; the workers sit idle throughout.
 mkdir -p "$work/xi/wide"
-for i in $(seq 1 300); do
+for i in $(seq 1 1000); do # listed in about a second: held before it ends
 	mkdir "$work/xi/wide/d$i"
 	echo "$i" >"$work/xi/wide/d$i/f"
 done
@@ -286,15 +285,21 @@ for _ in $(seq 500); do
 	[ "$(pgrep -P $idle_pid | wc -l)" -ge 4 ] && break
 	sleep 0.01
 done
-lister=$(pgrep -P $idle_pid | sort -n | head -1)
-switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$lister/status" 2>/dev/null || echo 0; }
-for _ in 1 2 3; do
-	kill -STOP "$lister" 2>/dev/null || break
+sessions=$(pgrep -P $idle_pid | wc -l)
+switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The session that lists is the busy one: the workers wait for their first file.
+lister=$(for pid in $(pgrep -P $idle_pid); do echo "$(switches "$pid") $pid"; done | sort -n |
+	tail -1 | cut -d' ' -f2)
+# Turns of 1.2 s, each ended once the lister has served a few commands (its context
+# switches): the lister is never idle 2 s, the workers are, until one is dropped.
+for _ in 1 2 3 4 5; do
+	[ "$(pgrep -P $idle_pid | wc -l)" -ge "$sessions" ] || break
+	kill -STOP "$lister" 2>/dev/null || break # the listing may have ended
 	sleep 1.2
-	before=$(switches)
-	kill -CONT "$lister" 2>/dev/null || break # the listing may end while it is held
+	before=$(switches "$lister")
+	kill -CONT "$lister"
 	for _ in $(seq 500); do
-		[ "$(switches)" -ge $((before + 4)) ] && break
+		[ "$(switches "$lister")" -ge $((before + 4)) ] && break
 		sleep 0.01
 	done
 done
@@ -302,6 +307,11 @@ status=0
 wait $getter || status=$?
 kill $idle_pid
 [ "$status" -eq 0 ] || fail "a listing longer than the server's idle time: status $status: $(head -5 "$work/err")"
+# Held past the idle time, the workers were dropped and logged in again: more logins than
+# the sessions there were. Else the listing ended too soon, and nothing was shown.
+logins=$(grep -c ' logged in' "$work/xftpd.2132.log")
+[ "$logins" -gt "$sessions" ] ||
+	fail "the workers were not dropped while the listing was held: $logins logins for $sessions sessions"
 diff -r "$work/xi/wide" "$work/wide" >/dev/null || fail "a listing longer than the server's idle time: the copy differs"
 pass "a listing longer than the server's idle time: the idle workers log in again, the whole tree comes"
 
