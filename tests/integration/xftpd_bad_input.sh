@@ -69,7 +69,12 @@ c.expect(504, 'TYPE X')
 c.expect(504, 'MODE B')
 c.expect(504, 'STRU R')
 c.expect(501, 'REST -1')
-c.expect(501, 'REST 99999999999999999999')
+too_large = '501 Number too large: the largest is 999999999999999999.'
+for offset in ('9223372036854775807', '18446744073709551616', '9' * 40):  # 2^63-1, 2^64
+    got = c.expect(501, 'REST ' + offset)
+    assert got == too_large, 'REST %s: %r' % (offset, got)
+got = c.expect(501, 'REST abc')
+assert got == '501 Expected a decimal number.', 'REST abc: %r' % got
 c.expect(501, 'REST 12abc')
 c.expect(501, 'RANG 10 5')
 c.expect(501, 'PORT 1,2,3')

@@ -12,6 +12,7 @@
 #include "store.h"
 
 static struct xftpd_cmd cmd;
+static const char *last_reply; /* what the last parse() refused with */
 
 static void test_mfmt_time_is_utc_with_its_fraction_and_path(void **state)
 {
@@ -57,14 +58,15 @@ static void test_mfmt_refuses_malformed_and_impossible_times(void **state)
 static int parse(const char *text)
 {
         char line[XFTPD_LINE_MAX + 64];
-        const char *reply = NULL;
         size_t len = strlen(text);
 
         memcpy(line, text, len);
         memcpy(line + len, "\r\n", 2);
-        int rc = xftpd_cmd_parse(line, len + 2, &cmd, &reply);
-        if (rc != 0 && (!reply || (unsigned)(reply[0] - '0') != (unsigned)rc / 100))
-                fail_msg("'%s': code %d with reply '%s'", text, rc, reply ? reply : "(none)");
+        last_reply = NULL;
+        int rc = xftpd_cmd_parse(line, len + 2, &cmd, &last_reply);
+        if (rc != 0 && (!last_reply || (unsigned)(last_reply[0] - '0') != (unsigned)rc / 100))
+                fail_msg("'%s': code %d with reply '%s'", text, rc,
+                         last_reply ? last_reply : "(none)");
         return rc;
 }
 
@@ -123,6 +125,34 @@ static void test_parse_refuses_what_is_not_a_command(void **state)
         assert_int_equal(parse("RPRT"), 501);
 }
 
+static void test_parse_says_a_number_too_large_is_too_large(void **state)
+{
+        static const char too_large[] = "501 Number too large: the largest is 999999999999999999.";
+        (void)state;
+        assert_int_equal(parse("REST 999999999999999999"), 0);
+        assert_true(cmd.num[0] == 999999999999999999u);
+        assert_int_equal(parse("REST 0000000000000000000007"), 0); /* leading zeros add nothing */
+        assert_true(cmd.num[0] == 7);
+        static const char *const large[] = {
+            "REST 1000000000000000000",
+            "REST 9223372036854775807",                  /* 2^63 - 1 */
+            "REST 18446744073709551616",                 /* 2^64 */
+            "REST 123456789012345678901234567890123456", /* far past any integer */
+            "RANG 1 99999999999999999999",
+            "ALLO 5 R 99999999999999999999",
+        };
+        for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++) {
+                assert_int_equal(parse(large[i]), 501);
+                assert_string_equal(last_reply, too_large);
+        }
+        assert_int_equal(parse("REST abc"), 501);
+        assert_string_equal(last_reply, "501 Expected a decimal number.");
+        assert_int_equal(parse("REST 12abc"), 501);
+        assert_string_equal(last_reply, "501 Unexpected text after the number.");
+        assert_int_equal(parse("RANG 1 x"), 501);
+        assert_string_equal(last_reply, "501 RANG takes a start and an end.");
+}
+
 static void test_parse_removes_telnet_and_refuses_nul_and_long_lines(void **state)
 {
         const char *reply;
@@ -179,6 +209,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_parse_takes_verbs_in_any_case_with_their_arguments),
             cmocka_unit_test(test_parse_refuses_what_is_not_a_command),
+            cmocka_unit_test(test_parse_says_a_number_too_large_is_too_large),
             cmocka_unit_test(test_parse_removes_telnet_and_refuses_nul_and_long_lines),
             cmocka_unit_test(test_paths_fold_dots_and_stop_at_the_root),
             cmocka_unit_test(test_mfmt_time_is_utc_with_its_fraction_and_path),

@@ -93,35 +93,53 @@ static long strip_telnet(const unsigned char *buf, size_t len, char *out)
         return (long)used;
 }
 
-/* A decimal number of at most 18 digits (below 2^63, what an off_t holds); *end gets where
- * it stopped. Returns 0 or -EINVAL. */
+/* The largest number a command takes: 18 digits, below 2^63, what an off_t holds. */
+#define NUMBER_MAX 999999999999999999
+#define QUOTED_(x) #x
+#define QUOTED(x)  QUOTED_(x)
+
+/* A decimal number, at most NUMBER_MAX; *end gets where it stopped. Returns 0, -EINVAL
+ * when no digit comes first, or -ERANGE for a number too large. */
 static int parse_number(const char *text, const char **end, uint64_t *value)
 {
         const char *p = text;
         uint64_t n = 0;
 
-        while (*p >= '0' && *p <= '9' && p - text < 18)
-                n = n * 10 + (uint64_t)(*p++ - '0');
-        if (p == text || (*p >= '0' && *p <= '9'))
+        if (*p < '0' || *p > '9')
                 return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                n = n * 10 + (uint64_t)(*p - '0'); /* n was at most NUMBER_MAX: no wrap */
+                if (n > (uint64_t)NUMBER_MAX)
+                        return -ERANGE;
+        }
         *end = p;
         *value = n;
         return 0;
 }
 
+/* A number parse_number refused (rc): too large, said with the limit, or malformed. */
+static int refuse_number(const char **reply, int rc, const char *malformed)
+{
+        return refuse(reply, 501,
+                      rc == -ERANGE ? "501 Number too large: the largest is " QUOTED(NUMBER_MAX) "."
+                                    : malformed);
+}
+
 static int check_numbers(struct xftpd_cmd *cmd, enum arg_rule rule, const char **reply)
 {
         const char *p;
+        int rc = parse_number(cmd->arg, &p, &cmd->num[0]);
 
-        if (parse_number(cmd->arg, &p, &cmd->num[0]) < 0)
-                return refuse(reply, 501, "501 Expected a decimal number.");
+        if (rc < 0)
+                return refuse_number(reply, rc, "501 Expected a decimal number.");
         if (rule == ARG_ALLO && strncasecmp(p, " R ", 3) == 0) {
                 uint64_t record;
-                if (parse_number(p + 3, &p, &record) < 0)
-                        return refuse(reply, 501, "501 ALLO takes a size, then R and a number.");
+                if ((rc = parse_number(p + 3, &p, &record)) < 0)
+                        return refuse_number(reply, rc,
+                                             "501 ALLO takes a size, then R and a number.");
         } else if (rule == ARG_RANG) {
-                if (*p != ' ' || parse_number(p + 1, &p, &cmd->num[1]) < 0)
-                        return refuse(reply, 501, "501 RANG takes a start and an end.");
+                if ((rc = *p == ' ' ? parse_number(p + 1, &p, &cmd->num[1]) : -EINVAL) < 0)
+                        return refuse_number(reply, rc, "501 RANG takes a start and an end.");
                 if (cmd->num[1] < cmd->num[0] && !(cmd->num[0] == 1 && cmd->num[1] == 0))
                         return refuse(reply, 501, "501 RANG end lies before its start.");
         }
