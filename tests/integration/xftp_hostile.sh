@@ -2,14 +2,15 @@
 # xftp against a hostile server (xftp_hostile_server.py): a reply that never ends is cut at
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
 # terminal, names with .. or / in a listing write nothing outside the destination and are
-# named as not copied, a download whose HASH differs leaves nothing to resume, and a
+# named as not copied, a download whose HASH differs leaves nothing to resume and names the
+# digest as it came, and a
 # download cut by a reset keeps every byte that came.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
-# hostile PORT HOW: the server in the background, listening.
+# hostile PORT HOW [ARG]: the server in the background, listening.
 hostile() {
-	python3 "$server" "$1" "$2" &
+	python3 "$server" "$@" &
 	hostile_pid=$!
 	wait_listening "$1"
 }
@@ -50,6 +51,16 @@ expect_error "a HASH that differs" "SHA-256 differs" "$xftp" -q --verify get \
 [ -z "$(find "$work" -name '*lied*')" ] ||
 	fail "a download whose HASH differs left a partial: $(find "$work" -name '*lied*')"
 pass "get --verify: a HASH that differs leaves neither the file nor a partial to resume"
+wait "$hostile_pid" || true
+
+# A digest longer than any is shown as it came, up to a bound that says what it left out.
+hostile 2217 lying-hash 66
+expect_error "a HASH of 66 digits" "SHA-256 differs: server 0{66}, here [0-9a-f]{64} " "$xftp" -q \
+	--verify get ftp://u:p@127.0.0.1:2217/f "$work/lied66"
+wait "$hostile_pid" || true
+hostile 2218 lying-hash 300
+expect_error "a HASH of 300 digits" "SHA-256 differs: server 0{96}\.\.\. \(300 digits\), here [0-9a-f]{64} " \
+	"$xftp" -q --verify get ftp://u:p@127.0.0.1:2218/f "$work/lied300"
 wait "$hostile_pid" || true
 
 # A download cut by a reset keeps every byte that came: the last piece, short of a whole

@@ -1,9 +1,9 @@
 """A hostile FTP server for xftp_hostile.sh: one session. argv: PORT, then "endless" (a
 multi-line greeting that never ends), "tricks" (PASV names a third host, listings carry
 terminal escapes and names that climb out with .. or /), "lying-hash" (HASH names a hash
-that is not the file's), "cut" (RETR sends CUT_SENT of the CUT_SIZE bytes of CUT_DATA and
-resets the data connection; after REST N it sends the rest whole) or "stall" (RETR sends
-CUT_SENT bytes, then neither more nor a reply)."""
+that is not the file's, of argv[3] digits, 64 unless told), "cut" (RETR sends CUT_SENT of
+the CUT_SIZE bytes of CUT_DATA and resets the data connection; after REST N it sends the
+rest whole) or "stall" (RETR sends CUT_SENT bytes, then neither more nor a reply)."""
 import fcntl
 import socket
 import struct
@@ -96,7 +96,7 @@ while True:
         rest = int(arg)
         say('350 from %d' % rest)
     elif verb == 'HASH' and how == 'lying-hash':
-        say('213 SHA-256 0-4 ' + '0' * 64)
+        say('213 SHA-256 0-4 ' + '0' * (int(sys.argv[3]) if len(sys.argv) > 3 else 64))
     elif verb == 'SIZE':
         say('213 %d' % (CUT_SIZE if how in ('cut', 'stall') else 5))
     elif verb == 'QUIT':

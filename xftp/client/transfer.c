@@ -24,6 +24,9 @@
 #include "xfer.h"
 
 #define PATH_ROOM 4096
+/* Digits of a server's HASH digest a mismatch shows: more than any of ours has, and room
+ * in the one error line (struct ds_error) for ours beside it. */
+#define HASH_SHOWN_MAX 96
 
 /* The transfer's mode and connection count for this server and a file of size bytes
  * (UINT64_MAX: not known): no more connections than the file has blocks, so that a small
@@ -174,20 +177,27 @@ static int verify(struct ftp *ftp, const char *remote, struct xftp_xfile *file, 
         int rc = ftp_cmd(ftp, err, "HASH %s", remote);
         if (rc < 0)
                 return rc;
-        char name[32], range[64], hex[XFTP_HASH_HEX_MAX + 1];
+        char name[32], range[64];
+        int hex_at = -1; /* the digest is read where it lies: a lying server's may be long */
         enum xftp_hash_algo algo;
-        if (rc != 213 || sscanf(ftp->reply + 4, "%31s %63s %65s", name, range, hex) != 3 ||
-            xftp_hash_parse(name, &algo) < 0)
+        if (rc != 213 || sscanf(ftp->reply + 4, "%31s %63s %n", name, range, &hex_at) != 2 ||
+            hex_at < 0 || !ftp->reply[4 + hex_at] || xftp_hash_parse(name, &algo) < 0)
                 return ds_fail(err, 0, "HASH %s: %.100s", remote, ftp->reply), -EPROTO;
+        const char *hex = ftp->reply + 4 + hex_at;
+        size_t hex_len = strcspn(hex, " \t\n");
         char mine[XFTP_HASH_HEX_MAX];
         rc = xftp_hash_file(file, algo, 0, size, o->block, o->stop, mine, NULL, err);
         if (rc < 0)
                 return rc;
-        if (strcasecmp(mine, hex) != 0) {
+        if (hex_len != strlen(mine) || strncasecmp(mine, hex, hex_len) != 0) {
                 if (differs)
                         *differs = true;
-                return ds_fail(err, 0, "%s: %s differs: server %s, here %s (%s)", remote, name, hex,
-                               mine,
+                char longer[48] = ""; /* what a digest past HASH_SHOWN_MAX digits leaves out */
+                if (hex_len > HASH_SHOWN_MAX)
+                        snprintf(longer, sizeof(longer), "... (%zu digits)", hex_len);
+                return ds_fail(err, 0, "%s: %s differs: server %.*s%s, here %s (%s)", remote, name,
+                               (int)(hex_len > HASH_SHOWN_MAX ? HASH_SHOWN_MAX : hex_len), hex,
+                               longer, mine,
                                differs ? "nothing kept here" : "the server keeps what it took"),
                        -EIO;
         }
