@@ -10,6 +10,7 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
 {
@@ -24,6 +25,16 @@ uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t ma
         default:
                 errx(2, "%s: '%s' is not a size (try 64K, 1M)", opt, arg);
         }
+}
+
+unsigned ds_cli_count(const char *opt, const char *arg, unsigned max)
+{
+        char *end;
+        errno = 0;
+        unsigned long value = strtoul(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
+                errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
+        return (unsigned)value;
 }
 
 double ds_cli_seconds(const char *opt, const char *arg)

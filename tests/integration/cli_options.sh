@@ -55,6 +55,13 @@ expect_error "xftp get: an empty DEST is refused before any connection" \
 expect_error "xftp: --tls and --no-tls together" "^xftp: --tls and --no-tls contradict each other$" \
 	"$bin/xftp" --tls --no-tls get ftp://127.0.0.1:1/f
 expect_error "xftp: -- ends the options" "'-x' is not a command" "$bin/xftp" -- -x
+# -P and -j are counts, worded as xftpd words its counts.
+expect_error "xftp: -P takes a count" "^xftp: -P: 'abc' is not a count from 1 to 16$" \
+	"$bin/xftp" -P abc get ftp://127.0.0.1:1/f
+expect_error "xftp: -P takes no size suffix" "^xftp: -P: '1K' is not a count from 1 to 16$" \
+	"$bin/xftp" -P 1K get ftp://127.0.0.1:1/f
+expect_error "xftp: -j takes a count" "^xftp: -j: '0' is not a count from 1 to " \
+	"$bin/xftp" -j 0 get ftp://127.0.0.1:1/f
 expect_error "xftpd: an option after an operand is read" "-p: 'nonsense' is not a port" \
 	"$bin/xftpd" extra -p nonsense
 expect_error "xftpd: -- ends the options" "unexpected argument '-p'" "$bin/xftpd" -- -p 2121

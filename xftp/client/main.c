@@ -136,8 +136,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
         while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
                 switch (c) {
                 case 'P':
-                        cli->job.streams =
-                            (unsigned)ds_cli_size("-P", optarg, 1, XFTP_MODEE_MAX_STREAMS);
+                        cli->job.streams = ds_cli_count("-P", optarg, XFTP_MODEE_MAX_STREAMS);
                         break;
                 case 'b':
                         cli->job.block = (size_t)ds_cli_size("-b", optarg, 4096, 256u << 20);
@@ -155,7 +154,7 @@ static void parse_cli(int argc, char **argv, struct cli *cli, atomic_bool *stop)
                         cli->job.recursive = true;
                         break;
                 case 'j':
-                        cli->job.jobs = (unsigned)ds_cli_size("-j", optarg, 1, TREE_JOBS_MAX);
+                        cli->job.jobs = ds_cli_count("-j", optarg, TREE_JOBS_MAX);
                         break;
                 case 'u':
                         cli->job.update = true;

@@ -107,16 +107,6 @@ enum {
         OPT_VERSION
 };
 
-static unsigned count_arg(const char *opt, const char *arg, unsigned max)
-{
-        char *end;
-        errno = 0;
-        unsigned long value = strtoul(arg, &end, 10);
-        if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
-                errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
-        return (unsigned)value;
-}
-
 /* --pasv-ports LO-HI: 1024 <= LO <= HI <= 65535 (a privileged port is never a data port:
  * the server no longer holds the right to bind one). */
 static void pasv_ports_arg(const char *name, const char *arg, struct options *o)
@@ -231,10 +221,10 @@ static void take_option(int c, const char *arg, const char *name, void *ctx)
                 o->listen_addr = arg;
                 break;
         case OPT_MAX_SESSIONS:
-                o->max_sessions = count_arg(name, arg, 10000);
+                o->max_sessions = ds_cli_count(name, arg, 10000);
                 break;
         case OPT_MAX_PER_HOST:
-                o->max_per_host = count_arg(name, arg, 10000);
+                o->max_per_host = ds_cli_count(name, arg, 10000);
                 break;
         case OPT_IDLE:
                 o->idle_ms = ds_cli_ms(name, arg);
@@ -249,10 +239,10 @@ static void take_option(int c, const char *arg, const char *name, void *ctx)
                 o->max_mem = ds_cli_size(name, arg, 1u << 20, UINT64_MAX / 2);
                 break;
         case OPT_MAX_FAILS:
-                o->max_fails = count_arg(name, arg, 1000);
+                o->max_fails = ds_cli_count(name, arg, 1000);
                 break;
         case OPT_MAX_HOST_FAILS:
-                o->max_host_fails = count_arg(name, arg, 100000);
+                o->max_host_fails = ds_cli_count(name, arg, 100000);
                 break;
         case OPT_BAN_TIME:
                 o->ban_ms = ds_cli_ms(name, arg);

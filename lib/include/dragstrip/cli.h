@@ -15,6 +15,9 @@ struct ds_link_ops;
  * [min, max]; otherwise one line on stderr, naming the range when that was the fault, and
  * exit(2). */
 uint64_t ds_cli_size(const char *opt, const char *arg, uint64_t min, uint64_t max);
+/* A count given to option opt (connections, sessions), from 1 to max in decimal, or one
+ * line naming the range and exit(2). */
+unsigned ds_cli_count(const char *opt, const char *arg, unsigned max);
 /* A duration in seconds (10, 0.5, 200ms), or one line and exit(2). */
 double ds_cli_seconds(const char *opt, const char *arg);
 /* The same as milliseconds for a timeout, through ds_duration_ms (saturating, never
