@@ -167,9 +167,18 @@ pass "a server's file named as a partial is not copied and x stays whole: $(cat 
 mkdir "$work/one"
 status=0
 "$xftp" -q -j 2 -b 1M get $url/meet/a/f $url/meet/b/f "$work/one" 2>"$work/err" || status=$?
-[ "$status" -eq 1 ] && cmp -s "$root/meet/a/f" "$work/one/f" && grep -q 'same destination' "$work/err" ||
+[ "$status" -eq 1 ] && cmp -s "$root/meet/a/f" "$work/one/f" &&
+	grep -q 'same destination as another source: not copied (1 of 2 files copied)$' "$work/err" ||
 	fail "two sources of one name: status $status: $(cat "$work/err")"
 pass "two sources of one name: the first copied whole, the second named: $(cat "$work/err")"
+# The same for a put: the one not copied still counts among the files asked for.
+mkdir -p "$work/meet-up/a" "$work/meet-up/b"
+make_file "$work/meet-up/a/f" 3000
+make_file "$work/meet-up/b/f" 4000
+expect_error "put of two sources of one name" \
+	"b/f: the same destination as another source: not copied \(1 of 2 files copied\)$" \
+	"$xftp" -q put "$work/meet-up/a/f" "$work/meet-up/b/f" $url/pair/
+cmp -s "$root/pair/f" "$work/meet-up/a/f" || fail "put of two sources of one name: the first not copied whole"
 
 # Under TLS, a tree of small and large files both ways: small files over a kept connection
 # leave the session resumable for the large ones' new connections.

@@ -54,6 +54,7 @@ struct tree_item {
 struct plan {
         struct tree_item *items;
         size_t count, room;
+        size_t dropped;      /* files taken off for another's destination: not copied */
         uint64_t bytes;      /* the sizes known, for the progress */
         uint64_t held_bytes; /* what the items and their paths take */
         size_t held;         /* bytes of the listings held down the current path */
@@ -156,6 +157,12 @@ static int plan_add(struct plan *p, const char *remote, const char *local,
         if (size != UINT64_MAX)
                 p->bytes += size;
         return 0;
+}
+
+/* The files the job was asked for: those planned and those dropped from the plan. */
+static size_t plan_files(const struct plan *p)
+{
+        return p->count + p->dropped;
 }
 
 static void plan_free(struct plan *p)
@@ -681,7 +688,8 @@ static int run_plan(struct job *j, struct ds_error *err)
         for (size_t i = left; i < j->plan.count && !stopping(j->o); i++)
                 plan_fail(&j->plan, j->plan.items[i].remote, "not copied: no connection left");
         if (stopping(j->o))
-                return ds_fail(err, 0, "stopped: %u of %zu files copied", t->files, j->plan.count),
+                return ds_fail(err, 0, "stopped: %u of %zu files copied", t->files,
+                               plan_files(&j->plan)),
                        -EINTR;
         return 0;
 }
@@ -710,9 +718,10 @@ static int report_failures(struct job *j, struct job_totals *t, int rc, struct d
         if (rc < 0) /* the job's end says it; the failures above say what it left */
                 return rc;
         if (first[0])
-                ds_fail(err, 0, "%s (%u of %zu files copied)", first, t->files, p->count);
+                ds_fail(err, 0, "%s (%u of %zu files copied)", first, t->files, plan_files(p));
         else
-                ds_fail(err, 0, "%u failed, %u of %zu files copied", p->failed, t->files, p->count);
+                ds_fail(err, 0, "%u failed, %u of %zu files copied", p->failed, t->files,
+                        plan_files(p));
         return -EIO;
 }
 
@@ -811,6 +820,7 @@ static int plan_unique(struct plan *p, bool get)
                 free(it->remote);
                 free(it->local);
         }
+        p->dropped += p->count - kept;
         p->count = kept;
         free(keys);
         free(twice);
