@@ -3,8 +3,7 @@
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
 # terminal, names with .. or / in a listing write nothing outside the destination and are
 # named as not copied, a download whose HASH differs leaves nothing to resume and names the
-# digest as it came, and a
-# download cut by a reset keeps every byte that came.
+# digest as it came, and a download cut by a reset or a stall keeps every byte that came.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
