@@ -61,6 +61,9 @@ bool listing_facts_parse(const char *facts_line, struct listing_facts *facts)
         return facts->is_dir || (len == 4 && strncasecmp(type, "file", 4) == 0);
 }
 
+static const char LINK_LEFT_OUT[] = "a symbolic link: not copied";
+static const char OTHER_LEFT_OUT[] = "neither a file nor a directory: not copied";
+
 /* Why an MLSD entry that is neither a file nor a directory is left out; NULL for the
  * listed directory and its parent (RFC 3659 7.5.1: cdir, pdir), which name nothing. */
 static const char *mlsd_left_out(const char *facts_line)
@@ -73,8 +76,8 @@ static const char *mlsd_left_out(const char *facts_line)
                 return NULL;
         if ((len >= 13 && strncasecmp(type, "OS.unix=slink", 13) == 0) ||
             (len >= 15 && strncasecmp(type, "OS.unix=symlink", 15) == 0))
-                return "a symbolic link: not copied";
-        return "neither a file nor a directory: not copied";
+                return LINK_LEFT_OUT;
+        return OTHER_LEFT_OUT;
 }
 
 bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *facts,
@@ -116,8 +119,7 @@ bool listing_entry(char *line, bool mlsd, char **name, struct listing_facts *fac
                 *name = p;
                 usable = kind == 'd' || kind == '-';
                 if (!usable)
-                        why = kind == 'l' ? "a symbolic link: not copied"
-                                          : "neither a file nor a directory: not copied";
+                        why = kind == 'l' ? LINK_LEFT_OUT : OTHER_LEFT_OUT;
         }
         if (!**name || strcmp(*name, ".") == 0 || strcmp(*name, "..") == 0)
                 return false;

@@ -310,9 +310,10 @@ static int plan_entries(struct job *j, char *text, const char *dir, const char *
                 if ((!usable && !left_out) || (pattern && fnmatch(pattern, name, 0) != 0))
                         continue;
                 (*matched)++;
+                bool joined = join(r, sizeof(r), dir, name) == 0;
                 if (!usable) /* named, as put -r names what it leaves out */
-                        plan_fail(&j->plan, join(r, sizeof(r), dir, name) < 0 ? dir : r, left_out);
-                else if (join(r, sizeof(r), dir, name) < 0 || join(l, sizeof(l), local, name) < 0)
+                        plan_fail(&j->plan, joined ? r : dir, left_out);
+                else if (!joined || join(l, sizeof(l), local, name) < 0)
                         plan_fail(&j->plan, dir, "a name too long to copy");
                 else
                         rc = plan_remote_entry(j, r, l, &facts, depth);

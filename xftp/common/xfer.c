@@ -700,12 +700,9 @@ static int stream_piece(struct pipeline *pl, unsigned index, bool here, bool *la
                 got = 0; /* none of it is kept */
         }
         pl->inline_write |= here && (got < pl->block || rc < 0);
-        if (rc < 0 && got > 0) {
-                pl->stream_at += got;
+        if (rc < 0 && got > 0) /* the stream ends here: stream_at is not read again */
                 return deliver_before_failure(
-                    pl, index, (struct piece){.buf = buf, .offset = pl->stream_at - got}, got, rc,
-                    err);
-        }
+                    pl, index, (struct piece){.buf = buf, .offset = pl->stream_at}, got, rc, err);
         if (rc == 0 && got > 0) {
                 count(pl, index, got);
                 rc = deliver(pl, (struct piece){.buf = buf, .len = got, .offset = pl->stream_at},
