@@ -68,6 +68,23 @@ for streams in 1 2; do
 	[ "$streams" = 2 ] || rm -f "root/f$streams"
 done
 
+# Soft-RoCE runs a queue pair's transport in the thread that posts when its queue is idle,
+# and in its softirq when a post finds work queued. At RoCE's MTU of 4096, as the bench
+# runs, a sender that posted one block at a time carried it all in its system time: 5.4 s
+# in a 4.3 s put of 256 MiB, against 1.1 s with the blocks ready posted together.
+mtu=$(cat /sys/class/net/d0/mtu)
+ip link set d0 mtu 9000
+timeout 300 "$bin/xftp" -x verbs --json put src "$url/mtu" >put.json ||
+	ds_vm_die "put at MTU 9000: $(cat put.json) $(tail -3 xftpd.log)"
+check "put at MTU 9000" put.json
+jq -e '.cpu_sys_s < .wall_seconds / 2' put.json >/dev/null ||
+	ds_vm_die "put at MTU 9000: the sender spent $(jq .cpu_sys_s put.json) s in the kernel" \
+		"in $(jq .wall_seconds put.json) s: it carries soft-RoCE's work (a block a post?)"
+echo "ok: at RoCE MTU 4096 the sender spent $(jq .cpu_sys_s put.json) s in the kernel in" \
+	"$(jq .wall_seconds put.json) s"
+ip link set d0 mtu "$mtu"
+rm -f root/mtu
+
 # Server to server: the source's links go to where the destination's RPSV listens (RPRT
 # with an address), two streams; against the --no-rdma server, exit 1 and no file.
 timeout 300 "$bin/xftp" -x verbs --json -P 2 cp "$url/f2" "ftp://t:pw@$ip:2124/copy" >cp.json ||

@@ -21,8 +21,11 @@ struct xftp_conn;
 
 struct xftp_conn_ops {
         const char *name; /* "tcp", "tls", "verbs" */
-        /* Sends from iov[0..cnt-1] (flags: 0 or MSG_DONTWAIT). Returns the bytes taken,
-         * possibly fewer than offered, or a negative errno (-EPIPE: the peer left). */
+        /* Sends from iov[0..cnt-1] (flags: 0, MSG_DONTWAIT, MSG_MORE). Returns the bytes
+         * taken, possibly fewer than offered, or a negative errno (-EPIPE: the peer left).
+         * MSG_MORE, on a send in place (below): another send follows at once, so the
+         * backend may hold this one to post both together; a send without it, or the
+         * close, sends what is held first. */
         ssize_t (*sendv)(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags);
         /* Receives up to len bytes (flags: 0, MSG_DONTWAIT or MSG_WAITALL). Returns the
          * bytes read, 0 when the peer closed, or a negative errno. */

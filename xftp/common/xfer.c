@@ -402,6 +402,15 @@ static bool try_pop_piece(struct pipeline *pl, struct queue *q, struct piece *pi
         return got;
 }
 
+/* Whether a piece is queued in q now. */
+static bool piece_queued(struct pipeline *pl, const struct queue *q)
+{
+        pthread_mutex_lock(&pl->lock);
+        bool queued = q->count > 0;
+        pthread_mutex_unlock(&pl->lock);
+        return queued;
+}
+
 /* One send of what msg holds, or of its first pace_chunk bytes when paced. */
 static ssize_t send_some(struct pipeline *pl, struct xftp_conn *conn, const struct msghdr *msg)
 {
@@ -488,14 +497,15 @@ static int recv_full(struct pipeline *pl, struct xftp_conn *conn, void *buf, siz
 }
 
 /* A block whose payload lies in a buffer its connection lent (take_buf): sent whole by
- * one sendv, after which the buffer is the connection's again. Returns 0 sent (*taken the
- * bytes), or a negative errno with the buffer still the caller's. Never paced (no lending
- * then). */
+ * one sendv, after which the buffer is the connection's again. With more (another piece
+ * is queued for the connection now) it may hold the block to send it with the next.
+ * Returns 0 sent (*taken the bytes), or a negative errno with the buffer still the
+ * caller's. Never paced (no lending then). */
 static int send_in_place(struct pipeline *pl, struct xftp_conn *conn, struct iovec *iov, int cnt,
-                         size_t *taken, struct ds_error *err)
+                         bool more, size_t *taken, struct ds_error *err)
 {
         for (;;) {
-                ssize_t sent = conn->ops->sendv(conn, iov, cnt, 0);
+                ssize_t sent = conn->ops->sendv(conn, iov, cnt, more ? MSG_MORE : 0);
                 if (sent > 0) {
                         progress(pl);
                         *taken = (size_t)sent;
@@ -545,7 +555,8 @@ static void *send_thread(void *arg)
                         iov[cnt++] = (struct iovec){piece.buf, piece.len};
                 size_t taken = 0;
                 if (piece.lender)
-                        rc = send_in_place(pl, conn, iov, cnt, &taken, &err);
+                        rc = send_in_place(pl, conn, iov, cnt,
+                                           piece_queued(pl, &pl->to_net[t->index]), &taken, &err);
                 else
                         rc = cnt > 0 ? send_all(pl, conn, iov, cnt, &taken, &err) : 0;
                 if (!piece.end) {

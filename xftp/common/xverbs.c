@@ -46,6 +46,14 @@ struct xverbs {
         void *free_bufs[XFTP_VERBS_WINDOW];
         unsigned free_count;
         uint64_t sent;
+        /* Blocks sent in place and not yet posted, oldest first: one with more behind it
+         * (MSG_MORE) waits here, so that the blocks ready go to the link in one post.
+         * Soft-RoCE runs a queue pair's transport in the posting thread when it finds the
+         * queue idle, and in its softirq when a post finds work queued: one block a post
+         * kept it in the posting thread, at about 0.75 of the rate. Each holds one of the
+         * window's buffers, so there are never more than that. */
+        struct ds_msg staged[XFTP_VERBS_WINDOW];
+        unsigned staged_count;
         /* the framer (copy path): the header being read, its block (count: payload bytes
          * not yet in a message, offset: where they go), and the message being filled */
         uint8_t head[XFTP_MODEE_HEADER];
@@ -199,20 +207,54 @@ static void put_send_buf(struct xverbs *x, void *buf)
         pthread_mutex_unlock(&x->free_lock);
 }
 
-/* One message: payload bytes at buf, then the header of the block they make. Returns 1
- * sent, 0 when the link has no room now, or a negative errno. */
-static int post_block(struct xverbs *x, uint8_t *buf, const struct xftp_modee_block *block)
+/* Posts the staged blocks, oldest first. The link takes what its credit allows (waiting
+ * for some, up to its stall limit); when it takes none until its sends are reaped, they
+ * are reaped here into the free list, a slice at a time, until a stop. Returns 0, or a
+ * negative errno with nothing left staged: the stream has failed, and what was staged is
+ * not sent. */
+static int post_staged(struct xverbs *x)
 {
         struct ds_error ignored;
+        while (x->staged_count > 0) {
+                int n = ds_link_send(x->link, x->staged, x->staged_count, &ignored);
+                if (n == 0 && ds_stopping()) {
+                        n = -EINTR;
+                } else if (n == 0) {
+                        void *reaped[XFTP_VERBS_WINDOW];
+                        n = ds_link_reap(x->link, reaped, XFTP_VERBS_WINDOW, SLICE_MS, &ignored);
+                        for (int i = 0; i < n; i++)
+                                put_send_buf(x, reaped[i]);
+                        n = n < 0 ? n : 0;
+                } else if (n > 0) {
+                        x->sent += (unsigned)n;
+                        x->staged_count -= (unsigned)n;
+                        memmove(x->staged, x->staged + n, x->staged_count * sizeof(x->staged[0]));
+                }
+                if (n < 0) {
+                        x->staged_count = 0;
+                        return n;
+                }
+        }
+        return 0;
+}
+
+/* One message: payload bytes at buf, then the header of the block they make. It is
+ * staged, and with more (another block follows at once) left there. Returns 1 (taken) or
+ * a negative errno. */
+static int post_block(struct xverbs *x, uint8_t *buf, const struct xftp_modee_block *block,
+                      bool more)
+{
         xftp_modee_encode(block, buf + block->count);
-        struct ds_msg msg = {.buf = buf,
-                             .len = (uint32_t)(block->count + XFTP_MODEE_HEADER),
-                             .kind = DS_MSG_DATA,
-                             .seq = x->sent};
-        int rc = ds_link_send(x->link, &msg, 1, &ignored);
-        if (rc > 0)
-                x->sent++;
-        return rc;
+        x->staged[x->staged_count] =
+            (struct ds_msg){.buf = buf,
+                            .len = (uint32_t)(block->count + XFTP_MODEE_HEADER),
+                            .kind = DS_MSG_DATA,
+                            .seq = x->sent + x->staged_count};
+        x->staged_count++;
+        if (more && x->staged_count < XFTP_VERBS_WINDOW)
+                return 1;
+        int rc = post_staged(x);
+        return rc < 0 ? rc : 1;
 }
 
 /* Whether the framer holds a message whose header and payload are all there. */
@@ -221,17 +263,16 @@ static bool framed_whole(const struct xverbs *x)
         return x->out && x->head_have == XFTP_MODEE_HEADER && x->out_len == x->out_want;
 }
 
-/* The framer's message, when its payload is all there: sent, and the block moves on to
- * its next message or is done. Returns 1, 0 (no room now: try again), or a negative
- * errno. */
+/* The framer's message, when its payload is all there: posted (after any staged), and
+ * the block moves on to its next message or is done. Returns 1 or a negative errno. */
 static int post_framed(struct xverbs *x)
 {
         struct xftp_modee_block *b = &x->block;
         bool last = b->count == x->out_want;
         struct xftp_modee_block part = {
             .desc = last ? b->desc : 0, .count = x->out_want, .offset = b->offset};
-        int rc = post_block(x, x->out, &part);
-        if (rc <= 0)
+        int rc = post_block(x, x->out, &part, false);
+        if (rc < 0)
                 return rc;
         x->out = NULL;
         b->count -= x->out_want;
@@ -246,7 +287,7 @@ static int post_framed(struct xverbs *x)
 /* Frames len bytes of the MODE E stream at p into messages (the copy path): each
  * header's block is cut into messages of at most a buffer's payload, each with a header
  * of its own after it. Returns the bytes taken, -EAGAIN when none could be (no buffer
- * or no room within wait_ms), or a negative errno. */
+ * within wait_ms), or a negative errno. */
 static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms)
 {
         size_t used = 0;
@@ -258,8 +299,6 @@ static ssize_t frame(struct xverbs *x, const uint8_t *p, size_t len, int wait_ms
                 if (framed_whole(x)) {
                         if ((rc = post_framed(x)) < 0)
                                 return used ? (ssize_t)used : rc;
-                        if (rc == 0)
-                                break;
                         continue;
                 }
                 if (used == len)
@@ -301,7 +340,7 @@ static bool is_send_buf(const struct xverbs *x, const void *p)
 
 /* A block whose payload is in a buffer take_buf lent: its header goes after it and the
  * buffer is the message, with no copy. */
-static ssize_t send_in_place(struct xverbs *x, const struct iovec *iov)
+static ssize_t send_in_place(struct xverbs *x, const struct iovec *iov, bool more)
 {
         struct xftp_modee_block block;
         struct ds_error err;
@@ -309,8 +348,8 @@ static ssize_t send_in_place(struct xverbs *x, const struct iovec *iov)
             xftp_modee_decode(iov[0].iov_base, UINT64_MAX, &block, &err) < 0 ||
             block.count != iov[1].iov_len || block.count > XFTP_XFER_BLOCK)
                 return -EINVAL; /* a lent buffer comes whole, as the block's payload */
-        int rc = post_block(x, iov[1].iov_base, &block);
-        return rc < 0 ? rc : rc == 0 ? -EAGAIN : (ssize_t)(XFTP_MODEE_HEADER + block.count);
+        int rc = post_block(x, iov[1].iov_base, &block, more);
+        return rc < 0 ? rc : (ssize_t)(XFTP_MODEE_HEADER + block.count);
 }
 
 static ssize_t verbs_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt, int flags)
@@ -322,7 +361,7 @@ static ssize_t verbs_sendv(struct xftp_conn *c, const struct iovec *iov, int cnt
         if (!x->sender)
                 return -EINVAL;
         if (cnt == 2 && is_send_buf(x, iov[1].iov_base))
-                return send_in_place(x, iov);
+                return send_in_place(x, iov, flags & MSG_MORE);
         for (int i = 0; i < cnt; i++) {
                 ssize_t n = frame(x, iov[i].iov_base, iov[i].iov_len, taken ? 0 : wait_ms);
                 if (n < 0)
@@ -490,13 +529,12 @@ static int verbs_close(struct xftp_conn *c)
         struct ds_error ignored;
         struct ds_wire_final final = {.messages = x->received, .bytes = x->received_bytes};
 
-        /* A block framed whole whose post found no room goes before the END. */
-        if (x->sender && framed_whole(x))
-                post_framed(x);
-        if (x->sender)
+        if (x->sender) {
+                post_staged(x); /* before the END */
                 ds_session_close(&x->session, x->sent, 0, &final, &ignored);
-        else
+        } else {
                 ds_session_finish(&x->session, &final, &ignored);
+        }
         stream_free(x);
         return 0;
 }
