@@ -176,22 +176,34 @@ void xftp_verbs_unlisten(struct xftp_verbs_listener *listener)
 
 /* The xconn operations. */
 
-/* A free registered buffer: one not yet sent, or one whose send has completed. The
- * pipeline's disk thread takes them too (take_buf), hence the lock; the wait for
- * completions is the link's own, outside it. */
+/* Sends the link has completed, their buffers into the free list, waiting up to wait_ms
+ * for one. The pipeline's disk thread takes buffers too (take_buf), hence the lock; the
+ * wait for completions is the link's own, outside it. Returns how many, or a negative
+ * errno. */
+static int reap_send_bufs(struct xverbs *x, int wait_ms)
+{
+        void *reaped[XFTP_VERBS_WINDOW];
+        struct ds_error ignored;
+        int got = ds_link_reap(x->link, reaped, XFTP_VERBS_WINDOW, wait_ms, &ignored);
+
+        pthread_mutex_lock(&x->free_lock);
+        for (int i = 0; i < got; i++)
+                x->free_bufs[x->free_count++] = reaped[i];
+        pthread_mutex_unlock(&x->free_lock);
+        return got;
+}
+
+/* A free registered buffer: one not yet sent, or one whose send has completed. */
 static void *take_send_buf(struct xverbs *x, int wait_ms, int *rc)
 {
-        void *reaped[XFTP_VERBS_WINDOW], *buf = NULL;
-        struct ds_error ignored;
+        void *buf = NULL;
         int got = 0;
 
         pthread_mutex_lock(&x->free_lock);
         if (x->free_count == 0) {
                 pthread_mutex_unlock(&x->free_lock);
-                got = ds_link_reap(x->link, reaped, XFTP_VERBS_WINDOW, wait_ms, &ignored);
+                got = reap_send_bufs(x, wait_ms);
                 pthread_mutex_lock(&x->free_lock);
-                for (int i = 0; i < got; i++)
-                        x->free_bufs[x->free_count++] = reaped[i];
         }
         if (x->free_count > 0)
                 buf = x->free_bufs[--x->free_count];
@@ -220,10 +232,7 @@ static int post_staged(struct xverbs *x)
                 if (n == 0 && ds_stopping()) {
                         n = -EINTR;
                 } else if (n == 0) {
-                        void *reaped[XFTP_VERBS_WINDOW];
-                        n = ds_link_reap(x->link, reaped, XFTP_VERBS_WINDOW, SLICE_MS, &ignored);
-                        for (int i = 0; i < n; i++)
-                                put_send_buf(x, reaped[i]);
+                        n = reap_send_bufs(x, SLICE_MS);
                         n = n < 0 ? n : 0;
                 } else if (n > 0) {
                         x->sent += (unsigned)n;
