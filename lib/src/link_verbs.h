@@ -49,6 +49,11 @@
 #define VB_RXQ          512   /* arrivals waiting to be handed out (power of two) */
 #define VB_STALL_MS     10000 /* a peer that returns no credit this long is gone */
 
+/* A send is signaled once this many bytes have gone unsignaled too (besides every
+ * VB_SIGNAL_EVERY sends): a sender's buffer comes back only with a signal, and a large
+ * one should not wait for the sends after it. */
+#define VB_SIGNAL_BYTES (1u << 20)
+
 /* The wr_id of a receive: which buffer it filled. */
 #define VB_WR_SLOT (1ull << 32) /* send op, receiver: a ring slot, index in the low bits */
 
@@ -106,6 +111,7 @@ struct verbs_link {
         uint8_t sq_kind[VB_DEPTH];
         uint64_t sq_posted, sq_done;
         unsigned sq_unsignaled;
+        uint64_t sq_unsignaled_bytes;
 
         /* Receive frames, posted round the VB_DEPTH frames. */
         uint64_t rq_next;
