@@ -40,7 +40,8 @@ if [ -n "$bin_b" ]; then
 		--users users --run-as nobody 2>"$logs/xftpd-b.log" &
 	xftpd_b_pid=$!
 fi
-trap 'kill "$xftpd_pid" $xftpd_b_pid 2>/dev/null || true' EXIT
+sink_pid= # the blast run's sink, while it runs
+trap 'kill "$xftpd_pid" $xftpd_b_pid $sink_pid 2>/dev/null || true' EXIT
 ds_vm_wait_tcp 2121 || ds_vm_die "xftpd did not listen"
 [ -z "$bin_b" ] || ds_vm_wait_tcp 2122 || ds_vm_die "the second build's xftpd did not listen"
 url=ftp://t:pw@$ip:2121
@@ -64,7 +65,7 @@ record() { # record CASE MB_PER_S: the figure and the case's resends
 # (under TCG an idle sink took 2.5% of the guest's samples). --idle 10: on soft-RoCE in
 # this guest, under load, a blast's first message has come 3 s late.
 blast_run() {
-	local name=$logs/blast-$run sink_pid
+	local name=$logs/blast-$run
 	timeout "$limit" "$bin/sink" -x verbs -B "$ip" -p 5050 --idle 10 --once --json \
 		>"$name.sink.json" 2>"$name.sink.err" &
 	sink_pid=$!
@@ -72,6 +73,7 @@ blast_run() {
 	timeout "$limit" "$bin/blast" -x verbs -p 5050 -l 4M -w 5 --json "$ip" \
 		>"$name.json" 2>"$name.err" || ds_vm_die "blast: $(cat "$name.err" "$name.sink.err")"
 	wait "$sink_pid" || ds_vm_die "sink: $(cat "$name.sink.err")"
+	sink_pid=
 	record blast "$(jq -r '.sink.MB_per_s' "$name.json")"
 }
 

@@ -110,8 +110,6 @@ struct verbs_link {
         /* Send queue: entry i % VB_DEPTH is the WR with wr_id i; its send frame too. */
         uint8_t sq_kind[VB_DEPTH];
         uint64_t sq_posted, sq_done;
-        unsigned sq_unsignaled;
-        uint64_t sq_unsignaled_bytes;
 
         /* Receive frames, posted round the VB_DEPTH frames. */
         uint64_t rq_next;

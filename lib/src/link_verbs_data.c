@@ -136,13 +136,15 @@ static int sq_flush(struct verbs_link *v, struct sq_batch *b, struct ds_error *e
         struct ibv_send_wr *last = &b->wr[b->n - 1];
         if (last->opcode != IBV_WR_RDMA_READ)
                 last->send_flags |= IBV_SEND_SOLICITED;
+        unsigned unsignaled = 0; /* the last of every batch is signaled: none carry over */
+        uint64_t unsignaled_bytes = 0;
         for (unsigned i = 0; i < b->n; i++) {
-                v->sq_unsignaled_bytes += b->sge[i].length;
-                if (++v->sq_unsignaled >= VB_SIGNAL_EVERY ||
-                    v->sq_unsignaled_bytes >= VB_SIGNAL_BYTES || i == b->n - 1) {
+                unsignaled_bytes += b->sge[i].length;
+                if (++unsignaled >= VB_SIGNAL_EVERY || unsignaled_bytes >= VB_SIGNAL_BYTES ||
+                    i == b->n - 1) {
                         b->wr[i].send_flags |= IBV_SEND_SIGNALED;
-                        v->sq_unsignaled = 0;
-                        v->sq_unsignaled_bytes = 0;
+                        unsignaled = 0;
+                        unsignaled_bytes = 0;
                 }
         }
         struct ibv_send_wr *bad;

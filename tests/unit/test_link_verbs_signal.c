@@ -69,12 +69,12 @@ static void test_small_messages_are_signaled_once_per_sixteen_and_at_the_end(voi
                 assert_int_equal(fake.signaled[at + i], i == VB_SIGNAL_EVERY - 1 || i == 19);
 }
 
-static void test_a_megabyte_unsignaled_is_signaled_across_posts(void **state)
+static void test_a_megabyte_of_sends_is_signaled_and_each_post_counts_afresh(void **state)
 {
         (void)state;
         struct verbs_link *v = fresh_link();
-        /* 256 KiB each: the fourth brings a megabyte. A post's last is signaled anyway and
-         * starts the count again. */
+        /* 256 KiB each: the fourth brings a megabyte. A post's last is signaled anyway, so
+         * the next post counts from nothing. */
         unsigned at = post(v, 6, 256u << 10);
         bool want[6] = {false, false, false, true, false, true};
         for (unsigned i = 0; i < 6; i++)
@@ -90,7 +90,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_large_messages_posted_together_are_each_signaled),
             cmocka_unit_test(test_small_messages_are_signaled_once_per_sixteen_and_at_the_end),
-            cmocka_unit_test(test_a_megabyte_unsignaled_is_signaled_across_posts),
+            cmocka_unit_test(test_a_megabyte_of_sends_is_signaled_and_each_post_counts_afresh),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
