@@ -7,6 +7,7 @@
 #include <dragstrip/size.h>
 #include <dragstrip/stop.h>
 
+#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +33,8 @@ unsigned ds_cli_count(const char *opt, const char *arg, unsigned max)
         char *end;
         errno = 0;
         unsigned long value = strtoul(arg, &end, 10);
-        if (errno || end == arg || *end || arg[0] == '-' || value < 1 || value > max)
+        /* Digits only: strtoul would also take leading blanks and a sign, and wrap a minus. */
+        if (errno || !isdigit((unsigned char)arg[0]) || *end || value < 1 || value > max)
                 errx(2, "%s: '%s' is not a count from 1 to %u", opt, arg, max);
         return (unsigned)value;
 }

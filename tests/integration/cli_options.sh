@@ -60,6 +60,10 @@ expect_error "xftp: -P takes a count" "^xftp: -P: 'abc' is not a count from 1 to
 	"$bin/xftp" -P abc get ftp://127.0.0.1:1/f
 expect_error "xftp: -P takes no size suffix" "^xftp: -P: '1K' is not a count from 1 to 16$" \
 	"$bin/xftp" -P 1K get ftp://127.0.0.1:1/f
+expect_error "xftp: -P takes no sign" "^xftp: -P: '[+]2' is not a count from 1 to 16$" \
+	"$bin/xftp" -P +2 get ftp://127.0.0.1:1/f
+expect_error "xftp: -P takes no leading blank" "^xftp: -P: ' 2' is not a count from 1 to 16$" \
+	"$bin/xftp" -P ' 2' get ftp://127.0.0.1:1/f
 expect_error "xftp: -j takes a count" "^xftp: -j: '0' is not a count from 1 to " \
 	"$bin/xftp" -j 0 get ftp://127.0.0.1:1/f
 expect_error "xftpd: an option after an operand is read" "-p: 'nonsense' is not a port" \
