@@ -3,7 +3,8 @@
 # its bound, a PASV naming a third host is not followed, a listing cannot drive the
 # terminal, names with .. or / in a listing write nothing outside the destination and are
 # named as not copied, a download whose HASH differs leaves nothing to resume and names the
-# digest as it came, and a download cut by a reset or a stall keeps every byte that came.
+# digest as it came, a download cut by a reset or a stall keeps every byte that came, and
+# MODE E blocks that lie about where they go or how long they are write nothing past the file.
 . "$(dirname "$0")/xftp_lib.sh"
 server=$DS_SRC/tests/integration/xftp_hostile_server.py
 
@@ -96,3 +97,32 @@ wait "$hostile_pid" || true
 [ "$(stat -c %s "$work/.stall.xftp-part" 2>/dev/null)" = 100000 ] ||
 	fail "the stalled download did not keep the 100000 bytes that came"
 pass "get from a server that stalls: given up after $elapsed_ms ms with --timeout 3"
+
+# MODE E blocks are checked before a byte is written: one past the file's end (SIZE), one
+# claiming more bytes than the file has, and the same block sent over and over each end
+# the download with one line; nothing takes the name, and no partial grows past the file
+# (a block at 2^40 taken at its word would make a sparse partial of 1 TiB); only what came
+# whole is kept for --resume.
+port=2219
+for case in "far-block:the server sent more than the 200000 bytes it announced \(nothing kept\)" \
+	"long-block:the server sent more than the 200000 bytes it announced \(nothing kept\)" \
+	"repeat-block:the server sent more than the 200000 bytes it announced \(.*/\.repeat-block\.xftp-part kept\)"; do
+	how=${case%%:*}
+	hostile "$port" "$how"
+	expect_error "MODE E $how" "^xftp: f: ${case#*:}" \
+		"$xftp" -q -P 2 -b 64K get "ftp://u:p@127.0.0.1:$port/f" "$work/$how"
+	wait "$hostile_pid" || true
+	[ ! -e "$work/$how" ] || fail "MODE E $how: the download took its name"
+	part=$work/.$how.xftp-part
+	if [ -e "$part" ]; then
+		[ "$(stat -c %s "$part")" -le 200000 ] ||
+			fail "MODE E $how: the partial grew to $(stat -c %s "$part") bytes"
+		[ "$how" = repeat-block ] || fail "MODE E $how: a partial of nothing whole was left"
+		# What is kept is the one block that came whole: the file's first 64 KiB.
+		if [ "$(stat -c %s "$part")" != 65536 ] || ! cmp -s -n 65536 "$part" "$work/cut.want"; then
+			fail "MODE E $how: the partial is not the first 64 KiB that came"
+		fi
+	fi
+	port=$((port + 1))
+done
+pass "get -P 2: MODE E blocks past the file, too long or sent twice are refused, none written"

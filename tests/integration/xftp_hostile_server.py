@@ -3,7 +3,10 @@ multi-line greeting that never ends), "tricks" (PASV names a third host, listing
 terminal escapes and names that climb out with .. or /), "lying-hash" (HASH names a hash
 that is not the file's, of argv[3] digits, 64 unless told), "cut" (RETR sends CUT_SENT of
 the CUT_SIZE bytes of CUT_DATA and resets the data connection; after REST N it sends the
-rest whole) or "stall" (RETR sends CUT_SENT bytes, then neither more nor a reply)."""
+rest whole), "stall" (RETR sends CUT_SENT bytes, then neither more nor a reply), or, in
+MODE E (FEAT says PARALLEL; RETR takes the Parallelism=N connections OPTS asked for),
+"far-block" (a block of 5 bytes at 2^40, past the file's CUT_SIZE), "long-block" (a block
+at 0 that claims 2^40 bytes) or "repeat-block" (the file's first 64 KiB over and over)."""
 import fcntl
 import socket
 import struct
@@ -33,6 +36,30 @@ if how == 'endless':
 say('220 ready')
 data_listener = None
 rest = 0
+streams = 1
+MODEE_BLOCKS = {'far-block': (1 << 40, 5), 'long-block': (0, 1 << 40),
+                'repeat-block': (0, 65536)}
+
+
+def modee_header(count, offset):
+    return struct.pack('>BQQ', 0, count, offset)
+
+
+def modee_retr(conns):
+    """A hostile block on the first connection (forever, for repeat-block), then until the
+    client hangs up: it must refuse the block, write nothing past the file and end."""
+    offset, count = MODEE_BLOCKS[how]
+    try:
+        if how == 'repeat-block':
+            while True:
+                conns[0].sendall(modee_header(count, offset) + CUT_DATA[:count])
+        conns[0].sendall(modee_header(count, offset) + b'hello')
+        conns[0].recv(1)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    for conn in conns:
+        conn.close()
+    say('426 ended')
 
 
 def cut_retr(conn):
@@ -68,12 +95,20 @@ while True:
         say(' SIZE')
         if how == 'lying-hash':
             say(' HASH SHA-256*')
+        if how in MODEE_BLOCKS:
+            say(' PARALLEL')
         say('211 End')
     elif verb == 'PASV':
         data_listener = socket.create_server(('127.0.0.1', 0))
         p = data_listener.getsockname()[1]
         # Names a third host: the client must connect back to this one.
         say('227 Entering Passive Mode (10,9,9,9,%d,%d)' % (p >> 8, p & 255))
+    elif verb == 'OPTS' and arg.upper().startswith('RETR PARALLELISM='):
+        streams = int(arg.split('=')[1].split(',')[0].rstrip(';'))
+        say('200 ok')
+    elif verb == 'RETR' and how in MODEE_BLOCKS:
+        say('150 here')
+        modee_retr([data_listener.accept()[0] for _ in range(streams)])
     elif verb in ('LIST', 'MLSD', 'RETR'):
         say('150 here')
         conn, _ = data_listener.accept()
@@ -98,7 +133,7 @@ while True:
     elif verb == 'HASH' and how == 'lying-hash':
         say('213 SHA-256 0-4 ' + '0' * (int(sys.argv[3]) if len(sys.argv) > 3 else 64))
     elif verb == 'SIZE':
-        say('213 %d' % (CUT_SIZE if how in ('cut', 'stall') else 5))
+        say('213 %d' % (CUT_SIZE if how in ('cut', 'stall') or how in MODEE_BLOCKS else 5))
     elif verb == 'QUIT':
         say('221 bye')
         break
