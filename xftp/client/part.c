@@ -130,6 +130,11 @@ void part_whole_final(struct part_whole *w)
                 record_durable(w);
 }
 
+uint64_t part_whole_kept(const struct part_whole *w, uint64_t prefix)
+{
+        return w->failed ? w->recorded : prefix;
+}
+
 /* How much of a partial download is whole: the attribute if there is one (never more
  * than the file holds), else (a file written in order only) its size. */
 static uint64_t whole_of(int fd, bool *marked)

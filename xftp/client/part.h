@@ -64,6 +64,9 @@ int part_record_whole(uint64_t whole, void *ctx);
  * sync (w->failed) neither records: the error is told once, so the next sync would pass
  * over the lost pages, and the download must fail rather than take its name. */
 void part_whole_final(struct part_whole *w);
+/* The bytes a partial left for --resume keeps, of the whole prefix written: after a failed
+ * sync only the point last recorded (the pages above it may be lost), else all of them. */
+uint64_t part_whole_kept(const struct part_whole *w, uint64_t prefix);
 
 /* Cuts the partial file to size, gives it the mode of a new file and, when modified is
  * not NULL, that modification time; syncs it and renames it to local. Returns 0 or a

@@ -268,13 +268,12 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
 }
 
 /* Says why a download failed where the pipeline's own words would mislead, and whether
- * the partial is kept: only when some of it is whole (prefix_end, which starts at the
- * offset resumed from), else get_file removes it. */
+ * the partial is kept: only when some of it is kept whole (whole_kept, part_whole_kept:
+ * from the offset resumed from on), else get_file removes it. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
-                        const struct xftp_xfer_result *result, const struct job_opts *o,
-                        struct ds_error *err)
+                        uint64_t whole_kept, const struct job_opts *o, struct ds_error *err)
 {
-        unsigned long long kept = (unsigned long long)result->prefix_end;
+        unsigned long long kept = (unsigned long long)whole_kept;
         if (rc == -EINTR && o->stop && atomic_load(o->stop)) {
                 if (kept > 0)
                         ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues)",
@@ -473,7 +472,10 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 xo.prefix_ctx = &whole;
                 rc = move_data(ftp, &file, true, conns, n, &xo, &result, err);
                 t->bytes += result.bytes;
-                explain_get(rc, remote, part, size, bound, &result, o, err);
+                if (rc < 0 && result.prefix_end > 0)
+                        part_whole_final(&whole); /* before the words that say what it keeps */
+                explain_get(rc, remote, part, size, bound,
+                            part_whole_kept(&whole, result.prefix_end), o, err);
         }
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
@@ -500,8 +502,10 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         else if (rc == 0)
                 rc = part_commit(fd, part, local, result.prefix_end, timed ? &when : NULL, err);
         t->seconds += ds_seconds_between(start_ns, ds_now_ns());
-        if (rc < 0 && result.prefix_end == 0) /* as explain_get says; while it is locked */
-                unlink(part); /* nothing whole: no part to resume, and it was ours */
+        /* Nothing kept whole, as explain_get said: no part to resume, and it was ours; removed
+         * while it is still locked. */
+        if (rc < 0 && part_whole_kept(&whole, result.prefix_end) == 0)
+                unlink(part);
         xftp_xfile_plain_close(&file);
         close(fd);
         if (rc == 0)
