@@ -98,10 +98,11 @@ wait "$hostile_pid" || true
 	fail "the stalled download did not keep the 100000 bytes that came"
 pass "get from a server that stalls: given up after $elapsed_ms ms with --timeout 3"
 
-# MODE E blocks are checked before a byte is written: one past the file's end (SIZE), one
-# claiming more bytes than the file has, and the same block sent over and over each end
-# the download with one line; nothing takes the name, and no partial grows past the file
-# (a block at 2^40 taken at its word would make a sparse partial of 1 TiB); only what came
+# MODE E blocks are checked against the file's size (SIZE): one past its end and one
+# claiming more bytes than it has are refused before a byte is written, and the same block
+# sent over and over is written until the count of bytes passes the size. Each ends the
+# download with one line; nothing takes the name, no partial grows past the file (a block
+# at 2^40 taken at its word would make a sparse partial of 1 TiB), and only what came
 # whole is kept for --resume.
 port=2219
 for case in "far-block:the server sent more than the 200000 bytes it announced \(nothing kept\)" \
@@ -114,6 +115,8 @@ for case in "far-block:the server sent more than the 200000 bytes it announced \
 	wait "$hostile_pid" || true
 	[ ! -e "$work/$how" ] || fail "MODE E $how: the download took its name"
 	part=$work/.$how.xftp-part
+	[ "$how" != repeat-block ] || [ -e "$part" ] ||
+		fail "MODE E $how: the 64 KiB that came whole were not kept, though the line says so"
 	if [ -e "$part" ]; then
 		[ "$(stat -c %s "$part")" -le 200000 ] ||
 			fail "MODE E $how: the partial grew to $(stat -c %s "$part") bytes"
@@ -122,7 +125,10 @@ for case in "far-block:the server sent more than the 200000 bytes it announced \
 		if [ "$(stat -c %s "$part")" != 65536 ] || ! cmp -s -n 65536 "$part" "$work/cut.want"; then
 			fail "MODE E $how: the partial is not the first 64 KiB that came"
 		fi
+		whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' \
+			"$part" 2>/dev/null) || whole=none
+		[ "$whole" = 65536 ] || fail "MODE E $how: the partial's resume point is $whole, not 65536"
 	fi
 	port=$((port + 1))
 done
-pass "get -P 2: MODE E blocks past the file, too long or sent twice are refused, none written"
+pass "get -P 2: MODE E blocks past the file, too long or sent twice end it; none written past the file"

@@ -126,6 +126,9 @@ int part_record_whole(uint64_t whole, void *ctx)
 
 void part_whole_final(struct part_whole *w)
 {
+        if (w->final)
+                return; /* once: what it kept has been told, and a second sync may fail */
+        w->final = true;
         if (w->whole > w->recorded)
                 record_durable(w);
 }

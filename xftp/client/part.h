@@ -55,14 +55,16 @@ struct part_whole {
         uint64_t recorded;    /* the one recorded on the file */
         uint64_t recorded_ns; /* when it was last tried */
         int failed;           /* a sync's negative errno: no point moves after it */
+        bool final;           /* part_whole_final has run */
 };
 /* Records that the partial download ((struct part_whole *)ctx) is whole up to whole, when
  * XFTP_RESUME_POINT_EVERY_NS has passed since the last record (xftp_xfer's on_prefix).
  * Returns 0, or a failed sync's negative errno (w->failed): the download ends at once. */
 int part_record_whole(uint64_t whole, void *ctx);
-/* Records the last point (durable first) on a partial left for --resume. After a failed
- * sync (w->failed) neither records: the error is told once, so the next sync would pass
- * over the lost pages, and the download must fail rather than take its name. */
+/* Records the last point (durable first) on a partial left for --resume, once: a second
+ * call does nothing. After a failed sync (w->failed) neither records: the error is told
+ * once, so the next sync would pass over the lost pages, and the download must fail
+ * rather than take its name. */
 void part_whole_final(struct part_whole *w);
 /* The bytes a partial left for --resume keeps, of the whole prefix written: after a failed
  * sync only the point last recorded (the pages above it may be lost), else all of them. */
