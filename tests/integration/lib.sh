@@ -69,6 +69,12 @@ expect_error() {
 	pass "$name: $(grep -v '^ttcp-[tr]: ' "$work/err")"
 }
 
+# whole_mark PART: the user.xftp.whole mark of xftp's partial download PART, the bytes
+# from its start that are all written and synced; fails when it has none.
+whole_mark() {
+	python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' "$1"
+}
+
 # classic_bytes FILE: the byte count of a classic 'N bytes in S real seconds' line.
 classic_bytes() {
 	sed -n 's/^ttcp-[tr]: \([0-9]*\) bytes in .*/\1/p' "$1"

@@ -82,8 +82,7 @@ sleep 2.5
 kill -INT "$(pgrep -P $tracer)" # xftp, strace's child
 wait $tracer 2>/dev/null || true
 [ ! -e "$work/paced.bin" ] || fail "a cut download took its final name"
-whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' \
-	"$work/.paced.bin.xftp-part") || fail "the cut download keeps no resume point"
+whole=$(whole_mark "$work/.paced.bin.xftp-part") || fail "the cut download keeps no resume point"
 [ "$whole" -gt 0 ] || fail "the cut download's resume point is $whole"
 n=$(checks "$work/client.trace" '\.paced\.bin\.xftp-part>' 'fsetxattr\(.*"user\.xftp\.whole"') ||
 	fail "xftp: $n"
