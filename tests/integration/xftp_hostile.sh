@@ -115,18 +115,14 @@ for case in "far-block:the server sent more than the 200000 bytes it announced \
 	wait "$hostile_pid" || true
 	[ ! -e "$work/$how" ] || fail "MODE E $how: the download took its name"
 	part=$work/.$how.xftp-part
-	[ "$how" != repeat-block ] || [ -e "$part" ] ||
-		fail "MODE E $how: the 64 KiB that came whole were not kept, though the line says so"
-	if [ -e "$part" ]; then
-		[ "$(stat -c %s "$part")" -le 200000 ] ||
-			fail "MODE E $how: the partial grew to $(stat -c %s "$part") bytes"
-		[ "$how" = repeat-block ] || fail "MODE E $how: a partial of nothing whole was left"
-		# What is kept is the one block that came whole: the file's first 64 KiB.
+	if [ "$how" != repeat-block ]; then
+		[ ! -e "$part" ] || fail "MODE E $how: a partial of $(stat -c %s "$part") bytes, none whole, was left"
+	else # what is kept is the one block that came whole: the file's first 64 KiB
+		[ -e "$part" ] || fail "MODE E $how: the 64 KiB that came whole were not kept, though the line says so"
 		if [ "$(stat -c %s "$part")" != 65536 ] || ! cmp -s -n 65536 "$part" "$work/cut.want"; then
-			fail "MODE E $how: the partial is not the first 64 KiB that came"
+			fail "MODE E $how: the partial of $(stat -c %s "$part") bytes is not the first 64 KiB that came"
 		fi
-		whole=$(python3 -c 'import os, sys; print(int(os.getxattr(sys.argv[1], "user.xftp.whole")))' \
-			"$part" 2>/dev/null) || whole=none
+		whole=$(whole_mark "$part" 2>/dev/null) || whole=none
 		[ "$whole" = 65536 ] || fail "MODE E $how: the partial's resume point is $whole, not 65536"
 	fi
 	port=$((port + 1))
