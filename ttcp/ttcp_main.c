@@ -157,7 +157,7 @@ static void parse_options(int argc, char **argv, struct ttcp_options *opt)
                         opt->so_debug = true;
                         break;
                 case 'P':
-                        opt->streams = (unsigned)ds_cli_size("-P", optarg, 1, TTCP_MAX_STREAMS);
+                        opt->streams = ds_cli_count("-P", optarg, TTCP_MAX_STREAMS);
                         break;
                 case 'w':
                         opt->duration_s = ds_cli_seconds("-w", optarg);

@@ -16,6 +16,9 @@ expect_error "a port out of range" "-p: '70000' is not a port" "$ttcp" -r -s -p 
 expect_error "a bad rate unit" "-f: 'x' is not a unit" "$ttcp" -r -s -f x
 expect_error "a bad duration" "-w: 'soon' is not a duration" "$ttcp" -t -s -w soon 127.0.0.1
 expect_error "UDP datagram too long" "-l: a UDP datagram holds at most" "$ttcp" -t -u -s -l 70000 127.0.0.1
+expect_error "a stream count with a size suffix" "-P: '1K' is not a count from 1 to 128" \
+	"$ttcp" -t -s -P 1K 127.0.0.1
+expect_error "no streams" "-P: '0' is not a count from 1 to 128" "$ttcp" -t -s -P 0 127.0.0.1
 expect_error "parallel UDP" "-P: parallel streams are TCP only" "$ttcp" -t -u -s -P 2 127.0.0.1
 expect_error "a negative timeout" "--timeout: '-1' is not a duration" "$ttcp" -r -s --timeout -1
 expect_error "splice on a transmitter" "--splice is for a TCP receiver" "$ttcp" -t -s --splice 127.0.0.1
