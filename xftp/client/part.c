@@ -131,6 +131,11 @@ void part_whole_final(struct part_whole *w)
         w->final = true;
         if (w->whole > w->recorded)
                 record_durable(w);
+        /* The pages above the point may be lost, and where the file system keeps no
+         * attribute a resume would take the partial's size for its point: the size says
+         * no more than the point. */
+        if (w->failed)
+                (void)ftruncate(w->fd, (off_t)w->recorded);
 }
 
 uint64_t part_whole_kept(const struct part_whole *w, uint64_t prefix)
