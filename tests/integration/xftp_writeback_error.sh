@@ -36,21 +36,22 @@ wait_listening "$port"
 	2>>"$work/xftpd.log" &
 wait_listening $((port + 1))
 
-# fill_but MIB: the tmpfs under the disk keeps only MIB MiB free.
+# fill_but MIB [DISK]: the tmpfs under the loop disk DISK (disk) keeps only MIB MiB free.
 fill_but() {
-	local free_kib
-	free_kib=$(df --output=avail -k "$work/backing-disk" | tail -1)
-	head -c $(((free_kib - $1 * 1024) * 1024)) /dev/zero >"$work/backing-disk/filler"
+	local free_kib backing=$work/backing-${2:-disk}
+	free_kib=$(df --output=avail -k "$backing" | tail -1)
+	head -c $(((free_kib - $1 * 1024) * 1024)) /dev/zero >"$backing/filler"
 }
 
-# room_when_full: in the background, until the tmpfs fills, then the filler goes.
+# room_when_full [DISK]: in the background, until the tmpfs fills, then the filler goes.
 room_when_full() {
+	local backing=$work/backing-${1:-disk}
 	(
 		for _ in $(seq 500); do
-			[ "$(stat -f -c %a "$work/backing-disk")" -gt 64 ] || break
+			[ "$(stat -f -c %a "$backing")" -gt 64 ] || break
 			sleep 0.02
 		done
-		rm -f "$work/backing-disk/filler"
+		rm -f "$backing/filler"
 	) &
 	roomer=$!
 }
@@ -71,8 +72,9 @@ grep -q '452 Insufficient storage space' "$work/put.err" ||
 	fail "xftp does not pass on xftpd's reason: $(cat "$work/put.err")"
 # It ended at that point, a second in, not after the 4 s the whole file takes.
 bytes=$(sed -n 's|.* STOR /up.bin \([0-9]*\) bytes .*|\1|p' "$work/xftpd.log")
-[ -n "$bytes" ] && [ "$bytes" -lt $((12 << 20)) ] ||
+if [ -z "$bytes" ] || [ "$bytes" -ge $((12 << 20)) ]; then
 	fail "xftpd took ${bytes:-all} bytes of an upload whose sync had failed"
+fi
 pass "xftpd ends an upload whose resume point's sync failed ($bytes bytes; $(head -c 120 "$work/put.err"))"
 
 # xftp: a get of 16 MiB (under its 64 MiB block: through the page cache) paced the same.
@@ -91,9 +93,35 @@ grep -q 'fdatasync' "$work/get.err" || fail "xftp does not say why: $(cat "$work
 [ ! -e "$work/disk/get/.got.bin.xftp-part" ] || fail "a partial with no point past 0 was left"
 grep -q 'fdatasync before the resume point 16777216: .* (nothing kept)$' "$work/get.err" ||
 	fail "xftp claims bytes the disk may not keep: $(cat "$work/get.err")"
+pass "xftp fails a download whose resume point's sync failed, and keeps nothing of it"
+
+# xftp: a get stopped 0.7 s in, before its first resume point (a second in), onto a fresh
+# loop disk (no block of its tmpfs written yet) with 1 MiB left under it: the sync after
+# the stop is the one that fails. Nothing is kept, and the line says why, not only that
+# the user stopped it.
+loop_disk disk3 64
+sync -f "$work/disk3"
+fill_but 1 disk3
+room_when_full disk3
+"$DS_BIN/xftp" -q -b 64M -R 32M get "ftp://$user:$pass@127.0.0.1:$((port + 1))/source.bin" \
+	"$work/disk3/stopped.bin" >/dev/null 2>"$work/stop.err" &
+getter=$!
+sleep 0.7
+kill -INT "$getter"
+status=0
+wait "$getter" || status=$?
+wait "$roomer"
+[ -e "$work/backing-disk3/filler" ] &&
+	fail "the stopped download's sync never filled the disk: $(cat "$work/stop.err")"
+[ "$status" -ne 0 ] || fail "a stopped download exited 0"
+[ ! -e "$work/disk3/stopped.bin" ] || fail "a stopped download took its name"
+[ ! -e "$work/disk3/.stopped.bin.xftp-part" ] ||
+	fail "a partial with nothing on the disk was left: $(cat "$work/stop.err")"
+grep -q '^xftp: stopped before any of .* (nothing kept; its last fdatasync failed: ' \
+	"$work/stop.err" || fail "xftp does not say that its last sync failed: $(cat "$work/stop.err")"
+pass "a stopped download whose last sync fails says so ($(head -c 160 "$work/stop.err"))"
 kill "$xftpd_pid"
 wait "$xftpd_pid" || fail "xftpd on the loop disk did not end cleanly"
-pass "xftp fails a download whose resume point's sync failed, and keeps nothing of it"
 
 # A tree's batch: the syncfs of one batch is told an error whose pages were another file's,
 # one still waiting for its 226 (y, from xftp_batch_server.py), which then joins the next

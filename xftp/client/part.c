@@ -124,11 +124,12 @@ int part_record_whole(uint64_t whole, void *ctx)
         return w->failed;
 }
 
-void part_whole_final(struct part_whole *w)
+int part_whole_final(struct part_whole *w)
 {
         if (w->final)
-                return; /* once: what it kept has been told, and a second sync may fail */
+                return 0; /* once: what it kept has been told, and a second sync may fail */
         w->final = true;
+        bool failed_before = w->failed != 0;
         if (w->whole > w->recorded)
                 record_durable(w);
         /* The pages above the point may be lost, and where the file system keeps no
@@ -136,6 +137,7 @@ void part_whole_final(struct part_whole *w)
          * no more than the point. */
         if (w->failed)
                 (void)ftruncate(w->fd, (off_t)w->recorded);
+        return failed_before ? 0 : w->failed;
 }
 
 uint64_t part_whole_kept(const struct part_whole *w, uint64_t prefix)

@@ -64,8 +64,10 @@ int part_record_whole(uint64_t whole, void *ctx);
 /* Records the last point (durable first) on a partial left for --resume, once: a second
  * call does nothing. After a failed sync (w->failed) neither records: the error is told
  * once, so the next sync would pass over the lost pages, and the download must fail
- * rather than take its name; the partial is cut back to the point recorded. */
-void part_whole_final(struct part_whole *w);
+ * rather than take its name; the partial is cut back to the point recorded. Returns the
+ * negative errno of a sync this call made that failed (the transfer's own words do not
+ * name it), else 0. */
+int part_whole_final(struct part_whole *w);
 /* The bytes a partial left for --resume keeps, of the whole prefix written: after a failed
  * sync only the point last recorded (the pages above it may be lost), else all of them. */
 uint64_t part_whole_kept(const struct part_whole *w, uint64_t prefix);

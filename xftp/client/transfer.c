@@ -269,35 +269,42 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
 
 /* Says why a download failed where the pipeline's own words would mislead, and whether
  * the partial is kept: only when some of it is kept whole (whole_kept, part_whole_kept:
- * from the offset resumed from on), else get_file removes it. */
+ * from the offset resumed from on), else get_file removes it. last_sync is what
+ * part_whole_final met: a failed sync there is why less is kept, and the disk's error. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
-                        uint64_t whole_kept, const struct job_opts *o, struct ds_error *err)
+                        uint64_t whole_kept, int last_sync, const struct job_opts *o,
+                        struct ds_error *err)
 {
         unsigned long long kept = (unsigned long long)whole_kept;
+        char synced[96] = ""; /* the sync after the end, when it failed: why less is kept */
+        if (last_sync < 0)
+                snprintf(synced, sizeof(synced), "; its last fdatasync failed: %s",
+                         strerror(-last_sync));
         if (rc == -EINTR && o->stop && atomic_load(o->stop)) {
                 if (kept > 0)
-                        ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues)",
-                                part, kept, remote);
+                        ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues%s)",
+                                part, kept, remote, synced);
                 else
-                        ds_fail(err, 0, "stopped before any of %s was written whole (nothing kept)",
-                                remote);
+                        ds_fail(err, 0,
+                                "stopped before any of %s was written whole (nothing kept%s)",
+                                remote, synced);
         } else if (rc == -EFBIG && size != UINT64_MAX) {
                 ds_fail(err, 0,
-                        "%s: the server sent more than the %llu bytes it announced (%s kept)",
-                        remote, (unsigned long long)size, kept > 0 ? part : "nothing");
+                        "%s: the server sent more than the %llu bytes it announced (%s kept%s)",
+                        remote, (unsigned long long)size, kept > 0 ? part : "nothing", synced);
         } else if (rc == -EFBIG) {
                 ds_fail(err, 0,
                         "%s: the server named no size and sent more than the %llu bytes "
-                        "the destination can spare (%s kept)",
-                        remote, (unsigned long long)bound, kept > 0 ? part : "nothing");
+                        "the destination can spare (%s kept%s)",
+                        remote, (unsigned long long)bound, kept > 0 ? part : "nothing", synced);
         } else if (rc < 0) { /* the pipeline's words name neither the file nor the partial */
                 char why[sizeof(err->text)];
                 snprintf(why, sizeof(why), "%s", err->text);
                 if (kept > 0)
-                        ds_fail(err, 0, "%s: %s (%s keeps %llu bytes: --resume continues)", remote,
-                                why, part, kept);
+                        ds_fail(err, 0, "%s: %s (%s keeps %llu bytes%s: --resume continues)",
+                                remote, why, part, kept, synced);
                 else
-                        ds_fail(err, 0, "%s: %s (nothing kept)", remote, why);
+                        ds_fail(err, 0, "%s: %s (nothing kept%s)", remote, why, synced);
         }
 }
 
@@ -472,10 +479,11 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 xo.prefix_ctx = &whole;
                 rc = move_data(ftp, &file, true, conns, n, &xo, &result, err);
                 t->bytes += result.bytes;
+                int last_sync = 0; /* before the words that say what it keeps */
                 if (rc < 0 && result.prefix_end > 0)
-                        part_whole_final(&whole); /* before the words that say what it keeps */
+                        last_sync = part_whole_final(&whole);
                 explain_get(rc, remote, part, size, bound,
-                            part_whole_kept(&whole, result.prefix_end), o, err);
+                            part_whole_kept(&whole, result.prefix_end), last_sync, o, err);
         }
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
