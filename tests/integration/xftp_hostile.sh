@@ -83,6 +83,16 @@ wait "$hostile_pid" || true
 cmp -s "$work/cut" "$work/cut.want" || fail "the resumed download is not the file"
 pass "get cut by a reset: the 100000 bytes that came are kept, --resume fetches the rest"
 
+# The same into a long path: the line names the partial whole and still ends with what
+# --resume will do (it was cut at 255 bytes, in the partial's name).
+deep=$work/$(printf 'd%.0s' {1..150})/$(printf 'e%.0s' {1..60})
+mkdir -p "$deep"
+hostile 2222 cut
+expect_error "a download cut by a reset, into a long path" \
+	"^xftp: f: data receive: Connection reset by peer \($deep/\.cut\.xftp-part keeps 100000 bytes: --resume continues\)$" \
+	"$xftp" -q get ftp://u:p@127.0.0.1:2222/f "$deep/cut"
+wait "$hostile_pid" || true
+
 # A server that goes quiet mid-download is given --timeout for its data and then only a
 # brief wait for its reply (FTP_BRIEF_MS), with no goodbye on a dialogue out of step:
 # 3 + 2 s, where each wait took its own whole timeout (3 + 3 + 2 s). What came is kept.

@@ -2,9 +2,11 @@
 #ifndef DRAGSTRIP_ERROR_H
 #define DRAGSTRIP_ERROR_H
 
-/* What went wrong and where, filled by a failing library call for main() to print. */
+/* What went wrong and where, filled by a failing library call for main() to print. Room
+ * for a line that names two long paths (a remote file and its local partial) and still
+ * ends with what it says to do. */
 struct ds_error {
-        char text[256];
+        char text[1024];
 };
 
 /* Formats the message into err (if non-NULL) and returns neg_errno, so a failure path
