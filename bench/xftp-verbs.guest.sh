@@ -4,7 +4,10 @@
 # messages (the channel's ceiling) with xftp -x verbs put and get of a file of MIB MiB
 # through xftpd between tmpfs stores, and xftp over TCP to the same address, RUNS times.
 # One line per case and run goes to $DS_VM_WORK/results.tsv: case, MB/s (10^6 B/s), run
-# number, resends (completer_retry_err: ACK timeouts) since the case before.
+# number, resends (completer_retry_err: ACK timeouts) since the case before, and the guest's
+# CPU seconds per GB moved (all CPUs, not idle: soft-RoCE's transport is the kernel's and
+# shows here, in neither process; from before the case's set-up, xftp's login or the
+# sink's start, to its end).
 # blast sends for 5 s and the sink's figure counts (first to last arrival); xftp's is its
 # own, from the data channel's set-up to the server's 226 (and the file's sync). Every put
 # and get makes a new file: the get's copy and the store's are removed after the get, so no
@@ -52,12 +55,18 @@ head -c $((mib * 1048576)) /dev/urandom >src
 retry_counter=/sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err
 resends_before=$(cat "$retry_counter")
 
-record() { # record CASE MB_PER_S: the figure and the case's resends
-	local now
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+hz=$(getconf CLK_TCK)
+
+# record CASE MB_PER_S BYTES TICKS: the figure, the case's resends, and its CPU seconds per
+# GB from the busy TICKS it took for BYTES.
+record() {
+	local now cpu
 	now=$(cat "$retry_counter")
-	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$run" "$((now - resends_before))" >>"$results"
-	printf 'run %s/%s: %-12s %8.1f MB/s  %3s resends\n' "$run" "$runs" "$1" "$2" \
-		"$((now - resends_before))"
+	cpu=$(awk -v t="$4" -v b="$3" -v hz="$hz" 'BEGIN { printf "%.1f", t / hz / (b / 1e9) }')
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$run" "$((now - resends_before))" "$cpu" >>"$results"
+	printf 'run %s/%s: %-12s %8.1f MB/s  %3s resends  %5s CPU s/GB\n' "$run" "$runs" "$1" "$2" \
+		"$((now - resends_before))" "$cpu"
 	resends_before=$now
 }
 
@@ -65,7 +74,8 @@ record() { # record CASE MB_PER_S: the figure and the case's resends
 # (under TCG an idle sink took 2.5% of the guest's samples). --idle 10: on soft-RoCE in
 # this guest, under load, a blast's first message has come 3 s late.
 blast_run() {
-	local name=$logs/blast-$run
+	local name=$logs/blast-$run ticks
+	ticks=$(busy_ticks)
 	timeout "$limit" "$bin/sink" -x verbs -B "$ip" -p 5050 --idle 10 --once --json \
 		>"$name.sink.json" 2>"$name.sink.err" &
 	sink_pid=$!
@@ -73,21 +83,26 @@ blast_run() {
 	timeout "$limit" "$bin/blast" -x verbs -p 5050 -l 4M -w 5 --json "$ip" \
 		>"$name.json" 2>"$name.err" || ds_vm_die "blast: $(cat "$name.err" "$name.sink.err")"
 	wait "$sink_pid" || ds_vm_die "sink: $(cat "$name.sink.err")"
+	ticks=$(($(busy_ticks) - ticks))
 	sink_pid=
-	record blast "$(jq -r '.sink.MB_per_s' "$name.json")"
+	record blast "$(jq -r '.sink.MB_per_s' "$name.json")" "$(jq -r '.sink.bytes' "$name.json")" \
+		"$ticks"
 }
 
 # xftp_run LINK OP: one put (src to the store) or get (back again), its own figure.
 # xftp_run LINK OP [b]: with b, the second build against its own xftpd.
 xftp_run() {
 	local link=$1 op=$2 b=${3:-} name=$logs/xftp-$1-$2${3:+-b}-$run args xbin=$bin at=$url store=root
+	local ticks
 	[ -z "$b" ] || xbin=$bin_b at=ftp://t:pw@$ip:2122 store=root-b
 	if [ "$op" = put ]; then args=(put src "$at/f"); else args=(get "$at/f" back); fi
+	ticks=$(busy_ticks)
 	timeout "$limit" "$xbin/xftp" -x "$link" --json "${args[@]}" >"$name.json" 2>"$name.err" ||
 		ds_vm_die "xftp -x $link $op${b:+ (second build)}: $(cat "$name.err")"
+	ticks=$(($(busy_ticks) - ticks))
 	[ "$op" = put ] || { cmp -s src back || ds_vm_die "xftp -x $link get: the bytes differ"; }
 	[ "$op" = put ] || rm -f back "$store/f"
-	record "$op-$link${b:+-b}" "$(jq -r '.MB_per_s' "$name.json")"
+	record "$op-$link${b:+-b}" "$(jq -r '.MB_per_s' "$name.json")" $((mib * 1048576)) "$ticks"
 }
 
 # The verbs put and get of each build, the first build first in odd runs.
