@@ -82,13 +82,30 @@ static void failed_sync_without_attributes_cuts_to_the_start(void **state)
         close(fd);
 }
 
+/* No attributes, a fresh partial: the sync at 6 MiB passes, so its size is a point the
+ * disk keeps; the last sync fails. 6 MiB kept and held: not cut back to the start. */
+static void failed_sync_without_attributes_keeps_what_synced(void **state)
+{
+        (void)state;
+        int fd = partial_of(8 * MIB);
+        struct part_whole w = {.fd = fd};
+        syncs_to_pass = 1;
+        attributes_kept = false;
+        assert_int_equal(part_record_whole(6 * MIB, &w), 0);
+        w.whole = 8 * MIB;
+        assert_int_equal(part_whole_final(&w), -EIO);
+        assert_int_equal(part_whole_kept(&w, 8 * MIB), 6 * MIB);
+        assert_int_equal(size_of(fd), 6 * MIB);
+        close(fd);
+}
+
 /* The point recorded at 6 MiB, then the last sync fails: 6 MiB kept, the partial cut there
  * (the blocks above may be lost, whichever order they came in). */
 static void failed_last_sync_cuts_to_the_point_recorded(void **state)
 {
         (void)state;
         int fd = partial_of(8 * MIB);
-        struct part_whole w = {.fd = fd};
+        struct part_whole w = {.fd = fd, .marks = true};
         syncs_to_pass = 1;
         attributes_kept = true;
         assert_int_equal(part_record_whole(6 * MIB, &w), 0);
@@ -122,6 +139,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(failed_sync_without_attributes_cuts_to_the_start),
+            cmocka_unit_test(failed_sync_without_attributes_keeps_what_synced),
             cmocka_unit_test(failed_last_sync_cuts_to_the_point_recorded),
             cmocka_unit_test(good_syncs_keep_the_whole_prefix),
         };

@@ -107,7 +107,7 @@ static void record_durable(struct part_whole *w)
                 return;
         if (fdatasync(w->fd) < 0)
                 w->failed = -errno;
-        else if (write_whole(w->fd, w->whole))
+        else if (!w->marks || write_whole(w->fd, w->whole)) /* unmarked: written in order */
                 w->recorded = w->whole;
         /* A file system that keeps no attribute is still synced once a second, not at
          * every block. */

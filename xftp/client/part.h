@@ -51,8 +51,9 @@ void part_give_back(int fd, uint64_t theirs);
  * durable (fdatasync). */
 struct part_whole {
         int fd;
+        bool marks;           /* the file keeps user.xftp.whole; else its size is its point */
         uint64_t whole;       /* the contiguous prefix written so far */
-        uint64_t recorded;    /* the one recorded on the file */
+        uint64_t recorded;    /* the point the file says: the attribute, or the size synced */
         uint64_t recorded_ns; /* when it was last tried */
         int failed;           /* a sync's negative errno: no point moves after it */
         bool final;           /* part_whole_final has run */

@@ -470,7 +470,7 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         uint64_t start_ns = ds_now_ns();
         /* the first record a second into the transfer: a tree's small file makes none */
         struct part_whole whole = {
-            .fd = fd, .whole = offset, .recorded = offset, .recorded_ns = start_ns};
+            .fd = fd, .marks = marks, .whole = offset, .recorded = offset, .recorded_ns = start_ns};
         if (rc == 0)
                 rc = open_transfer(ftp, "RETR", remote, offset, conns, n, &dopts, o->verbs, err);
         if (rc == 0) {
