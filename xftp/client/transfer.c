@@ -269,18 +269,22 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
 
 /* Says why a download failed where the pipeline's own words would mislead, and whether
  * the partial is kept: only when some of it is kept whole (whole_kept, part_whole_kept:
- * from the offset resumed from on), else get_file removes it. last_sync is what
- * part_whole_final met: a failed sync there is why less is kept, and the disk's error. */
+ * from the offset resumed from on), else get_file removes it. A failed sync is why less
+ * is kept, and the disk's error: sync_failed is any the download met (w->failed),
+ * last_sync one part_whole_final met. The pipeline's own words tell one it met, but a
+ * stop or a refused size replaces them, and one met after it ended nobody else tells. */
 static void explain_get(int rc, const char *remote, const char *part, uint64_t size, uint64_t bound,
-                        uint64_t whole_kept, int last_sync, const struct job_opts *o,
-                        struct ds_error *err)
+                        uint64_t whole_kept, int sync_failed, int last_sync,
+                        const struct job_opts *o, struct ds_error *err)
 {
         unsigned long long kept = (unsigned long long)whole_kept;
-        char synced[96] = ""; /* the sync after the end, when it failed: why less is kept */
-        if (last_sync < 0)
+        bool stopped = rc == -EINTR && o->stop && atomic_load(o->stop);
+        int untold = last_sync < 0 ? last_sync : stopped || rc == -EFBIG ? sync_failed : 0;
+        char synced[96] = "";
+        if (untold < 0)
                 snprintf(synced, sizeof(synced), "; its last fdatasync failed: %s",
-                         strerror(-last_sync));
-        if (rc == -EINTR && o->stop && atomic_load(o->stop)) {
+                         strerror(-untold));
+        if (stopped) {
                 if (kept > 0)
                         ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues%s)",
                                 part, kept, remote, synced);
@@ -483,7 +487,8 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 if (rc < 0 && result.prefix_end > 0)
                         last_sync = part_whole_final(&whole);
                 explain_get(rc, remote, part, size, bound,
-                            part_whole_kept(&whole, result.prefix_end), last_sync, o, err);
+                            part_whole_kept(&whole, result.prefix_end), whole.failed, last_sync, o,
+                            err);
         }
         if (rc == 0 && size != UINT64_MAX && result.prefix_end != size)
                 rc = (ds_fail(err, 0, "%s: %llu of %llu bytes came", remote,
@@ -502,8 +507,15 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
         } else if (differs) { /* which bytes are wrong is unknown: none of them is resumable */
                 result.prefix_end = 0;
         }
-        if (rc < 0 && result.prefix_end > 0 && !give_back) /* left for --resume */
-                part_whole_final(&whole);
+        if (rc < 0 && result.prefix_end > 0 && !give_back) { /* left for --resume */
+                int last_sync = part_whole_final(&whole);
+                if (last_sync < 0) { /* the failure's words were said before it */
+                        char said[sizeof(err->text)];
+                        snprintf(said, sizeof(said), "%s", err->text);
+                        ds_fail(err, 0, "%s; its last fdatasync failed: %s", said,
+                                strerror(-last_sync));
+                }
+        }
         if (rc == 0 && batch)
                 rc = part_commit_later(batch, fd, part, local, result.prefix_end,
                                        timed ? &when : NULL, err);
