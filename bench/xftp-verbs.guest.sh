@@ -55,7 +55,7 @@ head -c $((mib * 1048576)) /dev/urandom >src
 retry_counter=/sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err
 resends_before=$(cat "$retry_counter")
 
-busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; } # not idle, iowait nor steal
 hz=$(getconf CLK_TCK)
 
 # record CASE MB_PER_S BYTES TICKS: the figure, the case's resends, and its CPU seconds per
