@@ -82,32 +82,16 @@ static void failed_sync_without_attributes_cuts_to_the_start(void **state)
         close(fd);
 }
 
-/* No attributes, a fresh partial: the sync at 6 MiB passes, so its size is a point the
- * disk keeps; the last sync fails. 6 MiB kept and held: not cut back to the start. */
-static void failed_sync_without_attributes_keeps_what_synced(void **state)
+/* A fresh partial whose sync at 6 MiB passes, then the last sync fails: 6 MiB kept and the
+ * partial cut there (the blocks above may be lost, whichever order they came in). With
+ * attributes the point is user.xftp.whole; without, the size that sync made durable, not
+ * the start of the run. */
+static void point_at_6_mib_then_a_failed_sync(bool attributes)
 {
-        (void)state;
         int fd = partial_of(8 * MIB);
-        struct part_whole w = {.fd = fd};
+        struct part_whole w = {.fd = fd, .marks = attributes};
         syncs_to_pass = 1;
-        attributes_kept = false;
-        assert_int_equal(part_record_whole(6 * MIB, &w), 0);
-        w.whole = 8 * MIB;
-        assert_int_equal(part_whole_final(&w), -EIO);
-        assert_int_equal(part_whole_kept(&w, 8 * MIB), 6 * MIB);
-        assert_int_equal(size_of(fd), 6 * MIB);
-        close(fd);
-}
-
-/* The point recorded at 6 MiB, then the last sync fails: 6 MiB kept, the partial cut there
- * (the blocks above may be lost, whichever order they came in). */
-static void failed_last_sync_cuts_to_the_point_recorded(void **state)
-{
-        (void)state;
-        int fd = partial_of(8 * MIB);
-        struct part_whole w = {.fd = fd, .marks = true};
-        syncs_to_pass = 1;
-        attributes_kept = true;
+        attributes_kept = attributes;
         assert_int_equal(part_record_whole(6 * MIB, &w), 0);
         assert_int_equal(w.recorded, 6 * MIB);
         w.whole = 8 * MIB;                            /* written since, less than a second later */
@@ -115,6 +99,18 @@ static void failed_last_sync_cuts_to_the_point_recorded(void **state)
         assert_int_equal(part_whole_kept(&w, 8 * MIB), 6 * MIB);
         assert_int_equal(size_of(fd), 6 * MIB);
         close(fd);
+}
+
+static void failed_sync_without_attributes_keeps_what_synced(void **state)
+{
+        (void)state;
+        point_at_6_mib_then_a_failed_sync(false);
+}
+
+static void failed_last_sync_cuts_to_the_point_recorded(void **state)
+{
+        (void)state;
+        point_at_6_mib_then_a_failed_sync(true);
 }
 
 /* Every sync passes: the whole prefix is kept and nothing is cut, and a second final
