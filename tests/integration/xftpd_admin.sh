@@ -8,12 +8,14 @@ put_file secret 1000
 chmod 000 "$work/root/secret" # unreadable by the session: its RETR is a denial
 head -c 300000 /dev/urandom >"$work/up.bin"
 
+# The passive ranges lie below the kernel's ephemeral ports (32768-60999): an outgoing
+# connection of a test running beside this one could hold a port of a range above.
 # 198.51.100.7 (TEST-NET-2) is only ever named in replies: the client below never uses a
 # PASV reply's address, and as root the test's network namespace has no route to it.
-start_xftpd 16481 --pasv-ports 40100-40109 --pasv-address 198.51.100.7 \
+start_xftpd 16481 --pasv-ports 30100-30109 --pasv-address 198.51.100.7 \
 	--xferlog "$work/xfer.log"
 "$xftpd" -p 16482 --root "$work/root" --users "$work/users" "${run_as[@]}" \
-	--pasv-ports 40200-40201 2>>"$work/xftpd.log" &
+	--pasv-ports 30200-30201 2>>"$work/xftpd.log" &
 wait_listening 16482
 
 python3 - "$DS_SRC/tests/integration" "$user" "$pass" "$work" <<'PY' || fail "passive ports"
@@ -34,13 +36,13 @@ for i in range(12):
     else:
         text = c.expect(229, 'EPSV')
         ports.append(int(re.search(r'\(\|\|\|(\d+)\|\)', text).group(1)))
-assert all(40100 <= p <= 40109 for p in ports), ports
+assert all(30100 <= p <= 30109 for p in ports), ports
 print('ports', ports)
 
 # A transfer through a port of the range, reached at the control connection's host.
 text = c.expect(229, 'EPSV')
 port = int(re.search(r'\|\|\|(\d+)\|', text).group(1))
-assert 40100 <= port <= 40109, port
+assert 30100 <= port <= 30109, port
 data = socket.create_connection(('127.0.0.1', port), timeout=20)
 c.expect(150, 'RETR f.bin')
 got = b''
@@ -72,7 +74,7 @@ for _ in range(50):
     time.sleep(0.1)
 assert code == 229, text
 port = int(re.search(r'\|\|\|(\d+)\|', text).group(1))
-assert port in (40200, 40201), text
+assert port in (30200, 30201), text
 
 # The range serves transfer after transfer: a port a transfer left in TIME_WAIT is free.
 b.sock.close()
@@ -92,7 +94,7 @@ for i in range(6):
     data.close()
     third.expect(226)
 PY
-pass "twelve PASV and EPSV replies in 40100-40109, PASV naming 198.51.100.7; a transfer through one"
+pass "twelve PASV and EPSV replies in 30100-30109, PASV naming 198.51.100.7; a transfer through one"
 pass "all passive ports taken: 425, a freed one is used again; two ports serve six transfers in a row"
 
 # A get, a put, and a denied RETR.
@@ -206,7 +208,7 @@ SH
 fi
 
 # Bad values are refused with one line and status 2.
-for bad in 40109-40100 80-90 40100 40100-70000 x-y; do
+for bad in 30109-30100 80-90 30100 30100-70000 x-y; do
 	expect_error "--pasv-ports $bad" "pasv-ports" "$xftpd" -p 16483 --root "$work/root" \
 		--anonymous --pasv-ports "$bad"
 done

@@ -7,6 +7,7 @@ chmod 711 "$work" # sessions open users' own roots as the unprivileged user
 put_file f.bin 1048576
 
 # --- The config file ------------------------------------------------------------------
+# Passive ranges below the ephemeral ports (32768-60999), as in xftpd_admin.sh.
 ro=()
 [ "$(id -u)" -ne 0 ] || ro=("run-as = nobody")
 cat >"$work/xftpd.conf" <<CONF
@@ -17,7 +18,7 @@ root = $work/root
 users = $work/users
 anonymous = no
 fxp = yes
-pasv-ports = 40300-40309
+pasv-ports = 30300-30309
 ${ro[@]:+${ro[0]}}
 CONF
 "$xftpd" -c "$work/xftpd.conf" 2>>"$work/xftpd.log" &
@@ -28,15 +29,15 @@ data = io.BytesIO()
 ftp.retrbinary('RETR f.bin', data.write)
 assert data.getvalue() == open(work + '/root/f.bin', 'rb').read()
 port = int(ftp.sendcmd('EPSV').split('|||')[1].split('|')[0])
-assert 40300 <= port <= 40309, port
+assert 30300 <= port <= 30309, port
 PY
 pass "xftpd -c FILE listens on the file's port, serves its root and users, its passive range"
 
-"$xftpd" -c "$work/xftpd.conf" -p 16522 --pasv-ports 40310-40311 2>>"$work/xftpd.log" &
+"$xftpd" -c "$work/xftpd.conf" -p 16522 --pasv-ports 30310-30311 2>>"$work/xftpd.log" &
 wait_listening 16522
 ftplib 16522 <<'PY' || fail "the command line over the config file"
 port = int(ftp.sendcmd('EPSV').split('|||')[1].split('|')[0])
-assert port in (40310, 40311), port
+assert port in (30310, 30311), port
 PY
 pass "options on the command line override the file's"
 
@@ -185,7 +186,7 @@ cat >"$work/reload.conf" <<CONF
 port = 16532
 root = $work/root
 users = $work/users
-pasv-ports = 40320-40320
+pasv-ports = 30320-30320
 ${ro[@]:+${ro[0]}}
 CONF
 "$xftpd" -c "$work/reload.conf" 2>>"$work/xftpd.log" &
@@ -207,7 +208,7 @@ for _ in $(seq 100); do grep -q 'reload: --anon-root' "$work/xftpd.log" && break
 grep -q "reload: --anon-root $work/nopub: No such file.*old settings are kept" "$work/xftpd.log" ||
 	fail "a missing --anon-root on reload is not refused: $(tail -3 "$work/xftpd.log")"
 sed -i '/^anon/d' "$work/reload.conf"
-sed -i -e '/^idle/d' -e 's/^port = 16532/port = 16533/' -e 's/40320-40320/40321-40321/' \
+sed -i -e '/^idle/d' -e 's/^port = 16532/port = 16533/' -e 's/30320-30320/30321-30321/' \
 	"$work/reload.conf"
 kill -HUP "$conf_pid"
 for _ in $(seq 100); do grep -q 'port changed' "$work/xftpd.log" && break; sleep 0.1; done
@@ -215,7 +216,7 @@ grep -q 'reload: port changed: ignored until a restart' "$work/xftpd.log" ||
 	fail "a changed port is not logged as ignored: $(tail -3 "$work/xftpd.log")"
 ftplib 16532 <<'PY' || fail "the reloaded passive range"
 port = int(ftp.sendcmd('EPSV').split('|||')[1].split('|')[0])
-assert port == 40321, port
+assert port == 30321, port
 PY
 grep -q "xftpd: reloaded config file $work/reload.conf and users file $work/users\$" "$work/xftpd.log" ||
 	fail "the reload does not name both files: $(grep reloaded "$work/xftpd.log")"
