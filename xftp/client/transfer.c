@@ -267,6 +267,15 @@ static int remote_size(struct ftp *ftp, const char *remote, uint64_t *size, stru
         return rc;
 }
 
+/* The words a failed last sync (last_sync, a negative errno) adds to a failure's line into
+ * out; "" when none failed. */
+static void last_sync_words(int last_sync, char *out, size_t room)
+{
+        out[0] = '\0';
+        if (last_sync < 0)
+                snprintf(out, room, "; its last fdatasync failed: %s", strerror(-last_sync));
+}
+
 /* Says why a download failed where the pipeline's own words would mislead, and whether
  * the partial is kept: only when some of it is kept whole (whole_kept, part_whole_kept:
  * from the offset resumed from on), else get_file removes it. A failed sync is why less
@@ -279,11 +288,11 @@ static void explain_get(int rc, const char *remote, const char *part, uint64_t s
 {
         unsigned long long kept = (unsigned long long)whole_kept;
         bool stopped = rc == -EINTR && o->stop && atomic_load(o->stop);
-        int untold = last_sync < 0 ? last_sync : stopped || rc == -EFBIG ? sync_failed : 0;
-        char synced[96] = "";
-        if (untold < 0)
-                snprintf(synced, sizeof(synced), "; its last fdatasync failed: %s",
-                         strerror(-untold));
+        int untold = last_sync;
+        if (untold == 0 && (stopped || rc == -EFBIG))
+                untold = sync_failed;
+        char synced[96];
+        last_sync_words(untold, synced, sizeof(synced));
         if (stopped) {
                 if (kept > 0)
                         ds_fail(err, 0, "stopped: %s keeps %llu bytes of %s (--resume continues%s)",
@@ -508,12 +517,12 @@ int transfer_get_file(struct ftp *ftp, const char *remote, const char *local,
                 result.prefix_end = 0;
         }
         if (rc < 0 && result.prefix_end > 0 && !give_back) { /* left for --resume */
-                int last_sync = part_whole_final(&whole);
-                if (last_sync < 0) { /* the failure's words were said before it */
+                char synced[96];
+                last_sync_words(part_whole_final(&whole), synced, sizeof(synced));
+                if (synced[0]) { /* the failure's words were said before it */
                         char said[sizeof(err->text)];
                         snprintf(said, sizeof(said), "%s", err->text);
-                        ds_fail(err, 0, "%s; its last fdatasync failed: %s", said,
-                                strerror(-last_sync));
+                        ds_fail(err, 0, "%s%s", said, synced);
                 }
         }
         if (rc == 0 && batch)
