@@ -155,14 +155,19 @@ pass "SIGTERM ends xftpd with status 0"
 	"$xftpd" -p 16423 --root "$work/root" --users "$work/users" "${run_as[@]}" \
 	2>>"$work/xftpd.log" &
 tracer=$!
-server=
-for _ in $(seq 50); do
-	server=$(pgrep -P "$tracer") && break
+# Its socket listens from the start of the hold: xftpd is then past exec and its handlers
+# (a pid found sooner may still be strace's child, whose handlers a signal would meet).
+wait_listening 16423
+server=$(pgrep -P "$tracer") || fail "xftpd under strace has no process"
+kill -TERM "$server" || fail "xftpd ended before the SIGTERM: $(tail -3 "$work/xftpd.log")"
+for _ in $(seq 100); do
+	kill -0 "$tracer" 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$server" ] || fail "xftpd did not start under strace"
-sleep 0.5 # inside the held listen()
-kill -TERM "$server"
+if kill -0 "$tracer" 2>/dev/null; then
+	kill -KILL "$server" "$tracer" 2>/dev/null
+	fail "xftpd still ran 10 s after a SIGTERM as its port opened"
+fi
 status=0
 wait "$tracer" || status=$?
 [ "$status" -eq 0 ] || fail "a SIGTERM as the port opened ended xftpd with status $status"
