@@ -70,17 +70,34 @@ slow_loopback() {
 # user.xftp.whole mark; the file's size alone says nothing with MODE E), at most 60 s: a
 # loaded machine (an ASan build beside others) can be slow to start the transfer.
 wait_whole() {
-	python3 - "$1" "$2" <<'PY' || fail "$1 never became whole up to $2 bytes"
+	local last
+	if ! last=$(
+		python3 - "$1" "$2" <<'PY'
 import os, sys, time
+part, want = sys.argv[1], int(sys.argv[2])
+last, gone = 'never there', False  # what it held when last seen, and whether it went since
 for _ in range(600):
     try:
-        if int(os.getxattr(sys.argv[1], "user.xftp.whole")) >= int(sys.argv[2]):
+        size = os.stat(part).st_size
+    except FileNotFoundError:
+        gone = last != 'never there'
+        time.sleep(0.1)
+        continue
+    gone = False
+    try:
+        whole = int(os.getxattr(part, 'user.xftp.whole'))
+        last = '%d bytes, whole to %d' % (size, whole)
+        if whole >= want:
             sys.exit(0)
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError) as e:
+        last = '%d bytes, no whole mark (%s)' % (size, e)
     time.sleep(0.1)
+print(last + (', then gone (finished or removed)' if gone else ''))
 sys.exit(1)
 PY
+	); then
+		fail "$1 never became whole up to $2 bytes (last seen: $last)"
+	fi
 }
 
 # reset_server_end LO HI BYTES: once a data connection on one of xftpd's passive ports
