@@ -38,18 +38,19 @@ bench_wait_packet_socket() {
 # system, irq, softirq), steal, and those of this shell's children it has waited for
 # (a VM's qemu, once boot.sh has ended); then the time.
 bench_host_mark() {
-	printf '%s %s %s\n' "$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
-		"$(awk '{ print $16 + $17 }' "/proc/$$/stat")" "$(date +%s.%N)"
+	# %.0f: a long-running host's counts pass 2^31, which awk's print would round
+	printf '%s %s %s\n' "$(awk '/^cpu / { printf "%.0f %.0f", $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
+		"$(awk '{ printf "%.0f", $16 + $17 }' "/proc/$$/stat")" "$(date +%s.%N)"
 }
 
 # bench_host_others BEFORE AFTER: between two bench_host_mark lines, the CPU that others
 # took from the host on average, in cores: its processes not of this bench, and its
 # hypervisor (steal). A VM bench's ratios move with it.
 bench_host_others() {
-	awk -v hz="$(getconf CLK_TCK)" -v cores="$(nproc)" -v a="$1" -v b="$2" 'BEGIN {
+	awk -v hz="$(getconf CLK_TCK)" -v cores="$(getconf _NPROCESSORS_ONLN)" -v a="$1" -v b="$2" 'BEGIN {
 		split(a, x, " "); split(b, y, " "); s = y[4] - x[4]
 		if (s <= 0) s = 1
-		others = (y[1] - x[1]) - (y[3] - x[3]) # a child is counted as it ends: a tick either way
+		others = (y[1] - x[1]) - (y[3] - x[3]) # sampled ticks less measured times: roughly
 		printf "%.2f of %d cores to other processes, %.2f to the hypervisor (steal)\n",
 			(others > 0 ? others : 0) / hz / s, cores, (y[2] - x[2]) / hz / s }'
 }

@@ -73,14 +73,17 @@ wait_whole() {
 	local last
 	if ! last=$(
 		python3 - "$1" "$2" <<'PY'
-import os, sys, time
+import errno, os, sys, time
 part, want = sys.argv[1], int(sys.argv[2])
 last, gone = 'never there', False  # what it held when last seen, and whether it went since
 for _ in range(600):
     try:
         size = os.stat(part).st_size
-    except FileNotFoundError:
-        gone = last != 'never there'
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            gone = last != 'never there'
+        else:
+            last = str(e)
         time.sleep(0.1)
         continue
     gone = False
