@@ -39,7 +39,8 @@ bench_wait_packet_socket() {
 # (a VM's qemu, once boot.sh has ended); then the time.
 bench_host_mark() {
 	# %.0f: a long-running host's counts pass 2^31, which awk's print would round
-	printf '%s %s %s\n' "$(awk '/^cpu / { printf "%.0f %.0f", $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
+	printf '%s %s %s\n' \
+		"$(awk '/^cpu / { printf "%.0f %.0f", $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
 		"$(awk '{ printf "%.0f", $16 + $17 }' "/proc/$$/stat")" "$(date +%s.%N)"
 }
 

@@ -18,8 +18,9 @@
 # Defaults: 3 runs of 256 MiB, on RoCE's largest MTU, 4096, as RDMA links are run
 # (DS_RXE_MTU=9000 is d0's MTU; 1500 gives RoCE 1024). On an AMD EPYC host, 12 runs at
 # 4096, each large send signaled: blast 77-78 MB/s, put/blast 0.82 and 0.80, get 0.86 and
-# 0.78 (two boots; the host's other load was not recorded then); posting a block at a time it was put 0.71-0.74, get 0.68-0.69 (and
-# ~60 resends a transfer, blast 1-2); at 1024 blast 53, put 0.70, get 0.65 (before).
+# 0.78 (two boots; the host's other load was not recorded then); posting a block at a
+# time it was put 0.71-0.74, get 0.68-0.69 (and ~60 resends a transfer, blast 1-2); at
+# 1024 blast 53, put 0.70, get 0.65 (before).
 # DS_BIN_B=DIR adds a second build's xftp -x verbs put and get
 # (against its own xftpd) to every run, with their medians and the per-run ratios B/A.
 set -euo pipefail
